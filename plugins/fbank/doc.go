@@ -1,0 +1,3 @@
+// Package fbank provides the log-mel filterbank op ("fbank") for the
+// Whisper, Parakeet/NeMo and related ASR frontends.
+package fbank

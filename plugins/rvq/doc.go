@@ -1,0 +1,3 @@
+// Package rvq provides residual vector quantisation ops (rvq_encode,
+// rvq_decode) for neural audio codecs.
+package rvq

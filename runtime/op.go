@@ -1,0 +1,269 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Tensors maps tensor names to tensors, for op inputs and outputs.
+type Tensors map[string]*Tensor
+
+// TensorSpec declares one named input or output of an op.
+type TensorSpec struct {
+	Name string `json:"name"`
+	// DTypes lists the accepted element types (outputs: the possible ones).
+	DTypes []DType `json:"-"`
+	// Dims names the dimensions symbolically, outermost first, e.g. {"B","T","C"}.
+	Dims []string `json:"dims"`
+	// BatchOptional means the leading dimension may be left out (rank len(Dims)-1).
+	BatchOptional bool `json:"batch_optional,omitempty"`
+	// Optional inputs may be absent.
+	Optional bool `json:"optional,omitempty"`
+	// Host means the tensor lives in host memory whatever the op's backend
+	// (small metadata such as lengths); otherwise it lives on the op's backend.
+	Host bool   `json:"host,omitempty"`
+	Doc  string `json:"doc"`
+}
+
+// Ranks returns the ranks the spec accepts.
+func (s TensorSpec) Ranks() []int {
+	if s.BatchOptional {
+		return []int{len(s.Dims) - 1, len(s.Dims)}
+	}
+	return []int{len(s.Dims)}
+}
+
+func (s TensorSpec) acceptsRank(r int) bool {
+	for _, x := range s.Ranks() {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+func (s TensorSpec) acceptsDType(d DType) bool {
+	for _, x := range s.DTypes {
+		if x == d {
+			return true
+		}
+	}
+	return false
+}
+
+// Signature renders the spec as "f32|i32 [B?,T,C]".
+func (s TensorSpec) Signature() string {
+	dts := make([]string, len(s.DTypes))
+	for i, d := range s.DTypes {
+		dts[i] = d.String()
+	}
+	dims := append([]string(nil), s.Dims...)
+	if s.BatchOptional && len(dims) > 0 {
+		dims[0] += "?"
+	}
+	return strings.Join(dts, "|") + " [" + strings.Join(dims, ",") + "]"
+}
+
+// Op is a configured operation bound to one backend. Run receives inputs
+// already checked against the op's declared specs (presence, dtype, rank,
+// placement) and must return every non-optional declared output. Run must not
+// keep references to its inputs after it returns, and must be safe to call
+// from one goroutine at a time (pipelines never call one Op concurrently).
+type Op interface {
+	Run(ctx context.Context, in Tensors) (Tensors, error)
+}
+
+// OpSpec declares an op: its contract and how to build it. Ops register an
+// OpSpec in init() with Register.
+type OpSpec struct {
+	Name    string
+	Doc     string
+	Inputs  []TensorSpec
+	Outputs []TensorSpec
+	Params  []ParamSpec
+	// New builds the op for a backend from resolved parameters. It returns an
+	// error when the op has no implementation for that backend or the
+	// parameters are inconsistent.
+	New func(p Params, b Backend) (Op, error)
+}
+
+var (
+	opsMu sync.RWMutex
+	ops   = map[string]*OpSpec{}
+)
+
+// Register makes an op available by name. It panics on an empty name, a nil
+// constructor or a duplicate name, like database/sql's Register.
+func Register(spec OpSpec) {
+	opsMu.Lock()
+	defer opsMu.Unlock()
+	if spec.Name == "" {
+		panic("edge: Register needs an op name")
+	}
+	if spec.New == nil {
+		panic("edge: Register needs a constructor for op " + spec.Name)
+	}
+	if _, dup := ops[spec.Name]; dup {
+		panic("edge: Register called twice for op " + spec.Name)
+	}
+	s := spec
+	ops[spec.Name] = &s
+}
+
+// Lookup returns the spec of a registered op.
+func Lookup(name string) (*OpSpec, error) {
+	opsMu.RLock()
+	defer opsMu.RUnlock()
+	s, ok := ops[name]
+	if !ok {
+		names := make([]string, 0, len(ops))
+		for n := range ops {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("unknown op %q (registered: %s)", name, strings.Join(names, ", "))
+	}
+	return s, nil
+}
+
+// List returns the registered op specs sorted by name.
+func List() []*OpSpec {
+	opsMu.RLock()
+	defer opsMu.RUnlock()
+	out := make([]*OpSpec, 0, len(ops))
+	for _, s := range ops {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Instance is an op built from its spec, parameters and backend. Its Run
+// checks inputs against the spec, moves them where the op wants them and
+// checks the outputs.
+type Instance struct {
+	Spec    *OpSpec
+	Params  Params
+	Backend Backend
+	op      Op
+	// Transfers counts the host<->device copies Run made for this instance.
+	Transfers TransferStats
+}
+
+// TransferStats counts copies between host and device memory.
+type TransferStats struct {
+	HostToDevice      int   `json:"host_to_device"`
+	HostToDeviceBytes int64 `json:"host_to_device_bytes"`
+	DeviceToHost      int   `json:"device_to_host"`
+	DeviceToHostBytes int64 `json:"device_to_host_bytes"`
+}
+
+// Add accumulates another count.
+func (s *TransferStats) Add(o TransferStats) {
+	s.HostToDevice += o.HostToDevice
+	s.HostToDeviceBytes += o.HostToDeviceBytes
+	s.DeviceToHost += o.DeviceToHost
+	s.DeviceToHostBytes += o.DeviceToHostBytes
+}
+
+// New builds a registered op. cfg holds its parameters as a flat or nested
+// map (keys use "." for nesting); unknown keys are an error.
+func New(name string, cfg map[string]any, b Backend) (*Instance, error) {
+	spec, err := Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	p, err := ResolveParams(spec.Name, spec.Params, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if b == nil {
+		b = CPU
+	}
+	op, err := spec.New(p, b)
+	if err != nil {
+		return nil, fmt.Errorf("op %s: %w", spec.Name, err)
+	}
+	return &Instance{Spec: spec, Params: p, Backend: b, op: op}, nil
+}
+
+// Run checks the inputs, moves them to where the op wants them, runs the op
+// and checks that it produced every declared output.
+func (in *Instance) Run(ctx context.Context, inputs Tensors) (Tensors, error) {
+	args := make(Tensors, len(in.Spec.Inputs))
+	for _, s := range in.Spec.Inputs {
+		t, ok := inputs[s.Name]
+		if !ok || t == nil {
+			if s.Optional {
+				continue
+			}
+			return nil, fmt.Errorf("op %s: missing input %q (%s)", in.Spec.Name, s.Name, s.Signature())
+		}
+		if !s.acceptsDType(t.DType()) {
+			return nil, fmt.Errorf("op %s: input %q is %v, want %s", in.Spec.Name, s.Name, t.DType(), s.Signature())
+		}
+		if !s.acceptsRank(t.Rank()) {
+			return nil, fmt.Errorf("op %s: input %q has shape %v (rank %d), want %s", in.Spec.Name, s.Name, t.Shape(), t.Rank(), s.Signature())
+		}
+		moved, err := in.place(t, s.Host)
+		if err != nil {
+			return nil, fmt.Errorf("op %s: input %q: %w", in.Spec.Name, s.Name, err)
+		}
+		args[s.Name] = moved
+	}
+	for name := range inputs {
+		if !in.hasInput(name) {
+			return nil, fmt.Errorf("op %s: unexpected input %q (inputs: %s)", in.Spec.Name, name, in.inputNames())
+		}
+	}
+	out, err := in.op.Run(ctx, args)
+	if err != nil {
+		return nil, fmt.Errorf("op %s: %w", in.Spec.Name, err)
+	}
+	for _, s := range in.Spec.Outputs {
+		if out[s.Name] == nil && !s.Optional {
+			return nil, fmt.Errorf("op %s: produced no output %q (a bug in the op)", in.Spec.Name, s.Name)
+		}
+	}
+	return out, nil
+}
+
+// place returns t in the memory the op expects: host memory for host specs
+// and for CPU ops, the op backend's memory otherwise. Copies are counted.
+func (in *Instance) place(t *Tensor, host bool) (*Tensor, error) {
+	wantHost := host || in.Backend.Name() == "cpu"
+	switch {
+	case wantHost && !t.OnHost():
+		if in.Backend.Name() == "cpu" {
+			return nil, fmt.Errorf("tensor %v is in device memory; a cpu op wants it on the host", t)
+		}
+		in.Transfers.DeviceToHost++
+		in.Transfers.DeviceToHostBytes += t.Bytes()
+		return in.Backend.Download(t)
+	case !wantHost && t.OnHost():
+		in.Transfers.HostToDevice++
+		in.Transfers.HostToDeviceBytes += t.Bytes()
+		return in.Backend.Upload(t)
+	}
+	return t, nil
+}
+
+func (in *Instance) hasInput(name string) bool {
+	for _, s := range in.Spec.Inputs {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (in *Instance) inputNames() string {
+	names := make([]string, len(in.Spec.Inputs))
+	for i, s := range in.Spec.Inputs {
+		names[i] = s.Name
+	}
+	return strings.Join(names, ", ")
+}
