@@ -169,6 +169,16 @@ func (s *TransferStats) Add(o TransferStats) {
 	s.DeviceToHostBytes += o.DeviceToHostBytes
 }
 
+// Since returns the copies counted after the snapshot before was taken.
+func (s TransferStats) Since(before TransferStats) TransferStats {
+	return TransferStats{
+		HostToDevice:      s.HostToDevice - before.HostToDevice,
+		HostToDeviceBytes: s.HostToDeviceBytes - before.HostToDeviceBytes,
+		DeviceToHost:      s.DeviceToHost - before.DeviceToHost,
+		DeviceToHostBytes: s.DeviceToHostBytes - before.DeviceToHostBytes,
+	}
+}
+
 // New builds a registered op. cfg holds its parameters as a flat or nested
 // map (keys use "." for nesting); unknown keys are an error.
 func New(name string, cfg map[string]any, b Backend) (*Instance, error) {
