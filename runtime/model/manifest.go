@@ -1,0 +1,317 @@
+// Package model loads model manifests: the models/<name>/model.yaml files
+// that say how to run a CTC speech model (frontend, ONNX encoder and its
+// tensor names, vocabulary, blank id, frame stride, word boundaries).
+//
+// A manifest for a NeMo/sherpa-onnx style CTC export:
+//
+//	name: edge-char-ctc
+//	sample_rate: 16000
+//	frontend: {preset: parakeet-128, layout: mel_time}  # fbank params
+//	normalize: none
+//	encoder:
+//	  file: model.onnx
+//	  inputs:  {features: audio_signal, lengths: length}   # edge name -> ONNX name
+//	  outputs: {log_probs: logprobs, lengths: encoded_lengths}
+//	vocabulary: tokens.txt
+//	blank_id: 0
+//	frame_stride: 0.02
+//	word_delimiter: "▁"
+//
+// and for a wav2vec2 style raw-waveform export (no frontend):
+//
+//	normalize: per_utterance
+//	encoder:
+//	  file: model.onnx
+//	  inputs:  {pcm: input_values}
+//	  outputs: {logits: logits}
+//
+// This package only reads and checks files; runtime/onnx checks the encoder's
+// declared inputs and outputs against the manifest when it opens the model.
+package model
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// FileName is the manifest's name inside a model directory.
+const FileName = "model.yaml"
+
+// Edge-side names of encoder inputs and outputs (the keys of encoder.inputs
+// and encoder.outputs).
+const (
+	// InputFeatures is a spectrogram [B, n_mels, T] or [B, T, n_mels] (f32),
+	// laid out as frontend.layout says.
+	InputFeatures = "features"
+	// InputPCM is raw waveform [B, N] (f32) for models without a frontend.
+	InputPCM = "pcm"
+	// InputLengths is the valid length of each batch item (frames for
+	// features, samples for pcm), an integer [B].
+	InputLengths = "lengths"
+	// InputAttentionMask is a [B, N] 1/0 mask built from the lengths.
+	InputAttentionMask = "attention_mask"
+	// OutputLogProbs is CTC log-probabilities [B, T', V] (log-softmax applied).
+	OutputLogProbs = "log_probs"
+	// OutputLogits is unnormalised CTC scores [B, T', V]; the encoder applies
+	// log-softmax over V.
+	OutputLogits = "logits"
+	// OutputLengths is the valid output frames of each batch item, integer [B].
+	OutputLengths = "lengths"
+)
+
+// Frontend layouts (the fbank op's layout parameter).
+const (
+	LayoutMelTime = "mel_time"
+	LayoutTimeMel = "time_mel"
+)
+
+// Normalisations of raw-waveform input.
+const (
+	NormalizeNone = "none"
+	// NormalizePerUtterance scales each item's valid samples to zero mean and
+	// unit variance, as HF Wav2Vec2FeatureExtractor(do_normalize=True).
+	NormalizePerUtterance = "per_utterance"
+)
+
+// Manifest is a parsed, validated model.yaml.
+type Manifest struct {
+	Name       string `yaml:"name"`
+	SampleRate int    `yaml:"sample_rate"`
+	// Frontend holds the fbank op parameters (preset, layout, ...); nil for
+	// raw-waveform models.
+	Frontend map[string]any `yaml:"frontend"`
+	// Normalize is NormalizeNone (the default) or NormalizePerUtterance.
+	Normalize string  `yaml:"normalize"`
+	Encoder   Encoder `yaml:"encoder"`
+	// Vocabulary is the tokens.txt path, relative to Dir unless absolute.
+	Vocabulary string `yaml:"vocabulary"`
+	BlankID    int    `yaml:"blank_id"`
+	// FrameStride is the duration of one encoder output frame in seconds.
+	FrameStride float64 `yaml:"frame_stride"`
+	// WordDelimiter is the token that separates words in character-level
+	// vocabularies ("▁" or "|"); SentencePieceMarker instead marks the first
+	// piece of each word. At most one is set.
+	WordDelimiter       string `yaml:"word_delimiter"`
+	SentencePieceMarker string `yaml:"sentencepiece_marker"`
+
+	// Dir is the directory relative paths resolve against (the manifest's).
+	Dir string `yaml:"-"`
+	// Vocab is the loaded vocabulary (set by Load; nil after Parse).
+	Vocab *Vocabulary `yaml:"-"`
+}
+
+// Encoder names the ONNX file and maps edge tensor names to the model's.
+type Encoder struct {
+	// File is the .onnx path, relative to the manifest's directory unless absolute.
+	File    string            `yaml:"file"`
+	Inputs  map[string]string `yaml:"inputs"`
+	Outputs map[string]string `yaml:"outputs"`
+}
+
+// EncoderPath is the absolute or Dir-relative path of the ONNX file.
+func (m *Manifest) EncoderPath() string { return m.resolve(m.Encoder.File) }
+
+// VocabularyPath is the absolute or Dir-relative path of tokens.txt.
+func (m *Manifest) VocabularyPath() string { return m.resolve(m.Vocabulary) }
+
+// Layout is the frontend layout ("" for raw-waveform models).
+func (m *Manifest) Layout() string {
+	s, _ := m.Frontend["layout"].(string)
+	return s
+}
+
+// RawWaveform reports whether the encoder takes pcm instead of features.
+func (m *Manifest) RawWaveform() bool { return m.Frontend == nil }
+
+func (m *Manifest) resolve(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(m.Dir, p)
+}
+
+// maxManifestBytes bounds what Load reads: manifests are a few hundred bytes.
+const maxManifestBytes = 1 << 20
+
+// Load reads a manifest from a model directory (holding model.yaml) or a
+// manifest file, checks it (see Parse), checks that the encoder file exists
+// and loads the vocabulary, checking blank_id and the word delimiter against it.
+func Load(path string) (*Manifest, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, FileName)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("model manifest %s does not exist (want a model directory holding %s, or the manifest file)", path, FileName)
+		}
+		return nil, fmt.Errorf("model manifest: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxManifestBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("model manifest %s: %w", path, err)
+	}
+	if len(data) > maxManifestBytes {
+		return nil, fmt.Errorf("model manifest %s is larger than %d bytes", path, maxManifestBytes)
+	}
+	m, err := Parse(data, filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("model manifest %s: %w", path, err)
+	}
+	if err := m.loadFiles(); err != nil {
+		return nil, fmt.Errorf("model manifest %s: %w", path, err)
+	}
+	return m, nil
+}
+
+func (m *Manifest) loadFiles() error {
+	p := m.EncoderPath()
+	st, err := os.Stat(p)
+	if err != nil {
+		return fmt.Errorf("encoder.file: %w", err)
+	}
+	if st.IsDir() {
+		return fmt.Errorf("encoder.file %s is a directory, want an .onnx file", p)
+	}
+	v, err := LoadVocabulary(m.VocabularyPath())
+	if err != nil {
+		return err
+	}
+	if _, ok := v.Token(m.BlankID); !ok {
+		return fmt.Errorf("blank_id %d is out of range: the vocabulary has %d tokens (ids 0..%d)", m.BlankID, v.Len(), v.Len()-1)
+	}
+	if d := m.WordDelimiter; d != "" {
+		if _, ok := v.ID(d); !ok {
+			return fmt.Errorf("word_delimiter %q is not a token of the vocabulary %s", d, m.VocabularyPath())
+		}
+	}
+	if mk := m.SentencePieceMarker; mk != "" {
+		if !slices.ContainsFunc(v.Tokens(), func(t string) bool { return strings.HasPrefix(t, mk) }) {
+			return fmt.Errorf("sentencepiece_marker %q starts no token of the vocabulary %s", mk, m.VocabularyPath())
+		}
+	}
+	m.Vocab = v
+	return nil
+}
+
+// Parse decodes and checks a manifest without touching the file system;
+// dir is what relative paths resolve against. Unknown keys are an error, as
+// are missing required fields (name, sample_rate, encoder.file and its
+// input/output names, vocabulary, frame_stride), an unknown frontend layout
+// or normalisation, and encoder names that do not fit the model kind:
+// features with a frontend, pcm without one.
+func Parse(data []byte, dir string) (*Manifest, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var m Manifest
+	if err := dec.Decode(&m); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("empty manifest")
+		}
+		return nil, fmt.Errorf("YAML: %w", err)
+	}
+	m.Dir = dir
+	if m.Normalize == "" {
+		m.Normalize = NormalizeNone
+	}
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+func (m *Manifest) validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if strings.TrimSpace(m.Name) == "" {
+		bad("name is missing")
+	}
+	if m.SampleRate <= 0 || m.SampleRate > 384000 {
+		bad("sample_rate %d is out of range (want 1..384000 Hz, e.g. 16000)", m.SampleRate)
+	}
+	if m.Frontend != nil {
+		if p, ok := m.Frontend["preset"].(string); !ok || p == "" {
+			bad("frontend.preset is missing (e.g. parakeet-128); leave frontend out for raw-waveform models")
+		}
+		if l, ok := m.Frontend["layout"]; ok && l != LayoutMelTime && l != LayoutTimeMel {
+			bad("frontend.layout %v is not %s or %s", l, LayoutMelTime, LayoutTimeMel)
+		}
+	}
+	switch m.Normalize {
+	case NormalizeNone:
+	case NormalizePerUtterance:
+		if m.Frontend != nil {
+			bad("normalize: %s applies to raw-waveform models; features are normalised by the frontend", m.Normalize)
+		}
+	default:
+		bad("normalize %q is not %s or %s", m.Normalize, NormalizeNone, NormalizePerUtterance)
+	}
+	if m.Encoder.File == "" {
+		bad("encoder.file is missing (the .onnx file)")
+	}
+	m.validateIO(bad)
+	if m.Vocabulary == "" {
+		bad("vocabulary is missing (a tokens.txt file)")
+	}
+	if m.BlankID < 0 {
+		bad("blank_id %d is negative", m.BlankID)
+	}
+	if !(m.FrameStride > 0 && m.FrameStride <= 10) || math.IsNaN(m.FrameStride) {
+		bad("frame_stride %v is out of range (want seconds per encoder frame, e.g. 0.02 or 0.04)", m.FrameStride)
+	}
+	if m.WordDelimiter != "" && m.SentencePieceMarker != "" {
+		bad("word_delimiter and sentencepiece_marker are both set; a vocabulary uses one or the other")
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Manifest) validateIO(bad func(string, ...any)) {
+	in, out := m.Encoder.Inputs, m.Encoder.Outputs
+	checkKeys := func(what string, names map[string]string, allowed ...string) {
+		keys := make([]string, 0, len(names))
+		for k := range names {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if !slices.Contains(allowed, k) {
+				bad("encoder.%s has unknown name %q (want %s)", what, k, strings.Join(allowed, ", "))
+			} else if names[k] == "" {
+				bad("encoder.%s.%s has no ONNX name", what, k)
+			}
+		}
+	}
+	checkKeys("inputs", in, InputFeatures, InputPCM, InputLengths, InputAttentionMask)
+	checkKeys("outputs", out, OutputLogProbs, OutputLogits, OutputLengths)
+	_, feat := in[InputFeatures]
+	_, pcm := in[InputPCM]
+	switch {
+	case feat && pcm:
+		bad("encoder.inputs has both features and pcm; a model takes one")
+	case m.Frontend != nil && !feat:
+		bad("encoder.inputs.features is missing (the ONNX input fed the frontend's features)")
+	case m.Frontend == nil && !pcm:
+		bad("encoder.inputs.pcm is missing: without a frontend the model takes raw waveform (or add frontend: {preset: ...} and inputs.features)")
+	case m.Frontend == nil && feat:
+		bad("encoder.inputs.features needs a frontend")
+	}
+	_, lp := out[OutputLogProbs]
+	_, lg := out[OutputLogits]
+	switch {
+	case lp && lg:
+		bad("encoder.outputs has both log_probs and logits; name the one the model produces")
+	case !lp && !lg:
+		bad("encoder.outputs needs log_probs (log-softmax applied) or logits")
+	}
+}
