@@ -1,0 +1,389 @@
+package fbank
+
+import (
+	"context"
+	"fmt"
+	"math"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// Frontend computes log-mel features for one Config. Building it
+// precomputes the window, the FFT plan (twiddles) and the sparse
+// filterbank; after that it is immutable and safe for concurrent use.
+type Frontend struct {
+	cfg    Config
+	fft    *rfftPlan
+	window []float64 // [WinLength], applied at frame positions winOff..winOff+WinLength-1
+	winOff int       // where the window starts in the n_fft buffer
+	pad    int       // virtual samples before sample 0 (n_fft/2 when centred)
+	bank   melBank
+}
+
+// NewFrontend validates cfg and precomputes everything Compute needs.
+func NewFrontend(cfg Config) (*Frontend, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	fft, err := newRFFTPlan(cfg.NFFT)
+	if err != nil {
+		return nil, err
+	}
+	f := &Frontend{cfg: cfg, fft: fft}
+	if cfg.centred() {
+		f.pad = cfg.NFFT / 2
+		f.winOff = (cfg.NFFT - cfg.WinLength) / 2 // torch.stft centres a short window
+	}
+	f.window = cfg.Window
+	if f.window == nil {
+		f.window = hann(cfg.WinLength, cfg.WindowType == HannPeriodic)
+	}
+	nFreq := cfg.NFFT/2 + 1
+	dense := slaneyFilterbank(cfg.SampleRate, cfg.NFFT, cfg.NumMels, cfg.FMin, cfg.FMax)
+	if cfg.Filterbank != nil {
+		if dense, err = denseFromFlat(cfg.Filterbank, cfg.NumMels, nFreq); err != nil {
+			return nil, err
+		}
+	}
+	f.bank = newMelBank(dense)
+	return f, nil
+}
+
+// hann is torch.hann_window(n, periodic) in float64.
+func hann(n int, periodic bool) []float64 {
+	w := make([]float64, n)
+	den := float64(n - 1)
+	if periodic {
+		den = float64(n)
+	}
+	if n == 1 {
+		w[0] = 1
+		return w
+	}
+	for k := range w {
+		w[k] = 0.5 - 0.5*math.Cos(2*math.Pi*float64(k)/den)
+	}
+	return w
+}
+
+// Config returns the frontend's configuration.
+func (f *Frontend) Config() Config { return f.cfg }
+
+// Features is a batch of log-mel features.
+type Features struct {
+	// Data is [Batch, NumMels, Frames] (MelTime) or [Batch, Frames, NumMels]
+	// (TimeMel), row-major. Frames past an item's own frame count are 0.
+	Data                []float32
+	Batch, Mels, Frames int
+	Layout              Layout
+	Lengths             []int64 // valid frames per item
+	ItemFrames          []int   // output frames per item (the rest of its rows are 0)
+}
+
+// ClipError is a problem with one clip of a batch.
+type ClipError struct {
+	Item int
+	Err  error
+}
+
+func (e *ClipError) Error() string { return fmt.Sprintf("pcm item %d %v", e.Item, e.Err) }
+func (e *ClipError) Unwrap() error { return e.Err }
+
+// frameChunk is how many consecutive frames one work unit computes.
+const frameChunk = 32
+
+// Compute returns the features of every clip. Clips are mono pcm at
+// cfg.SampleRate, nominally in [-1, 1]; each is framed and normalised on
+// its own, and shorter clips' rows are zero-filled up to the longest. The
+// work is split into chunks of frames (and, for the normalisation, of mel
+// bins) spread over `threads` goroutines (<= 0: GOMAXPROCS), so one long
+// clip uses every core as well as a batch does. Each goroutine allocates its
+// scratch once; nothing is allocated per frame.
+//
+// Errors: a clip that is empty, shorter than one window, or holds NaN/Inf
+// gives a *ClipError naming the item; a cancelled ctx stops the work.
+func (f *Frontend) Compute(ctx context.Context, clips [][]float32, threads int) (*Features, error) {
+	c := &f.cfg
+	geo := make([]geometry, len(clips))
+	out := &Features{Batch: len(clips), Mels: c.NumMels, Layout: c.Layout, Lengths: make([]int64, len(clips)),
+		ItemFrames: make([]int, len(clips))}
+	for b, x := range clips {
+		g, err := c.geometry(len(x))
+		if err != nil {
+			return nil, &ClipError{b, err}
+		}
+		if i, ok := firstNonFinite(x[:g.real]); ok {
+			return nil, &ClipError{b, fmt.Errorf("sample %d is %v, want finite samples", i, x[i])}
+		}
+		geo[b] = g
+		out.Frames = max(out.Frames, g.emit)
+		out.Lengths[b] = int64(g.valid)
+		out.ItemFrames[b] = g.emit
+	}
+	if threads <= 0 {
+		threads = goruntime.GOMAXPROCS(0)
+	}
+	if len(clips) == 0 {
+		return out, nil
+	}
+	out.Data = make([]float32, len(clips)*out.Frames*c.NumMels)
+
+	// Phase 1: frames -> window -> |FFT|² -> mel -> log, in chunks of frames.
+	type unit struct{ item, t0, t1 int }
+	var units []unit
+	firstUnit := make([]int, len(clips)+1)
+	for b, g := range geo {
+		firstUnit[b] = len(units)
+		for t := 0; t < g.computed; t += frameChunk {
+			units = append(units, unit{b, t, min(t+frameChunk, g.computed)})
+		}
+	}
+	firstUnit[len(clips)] = len(units)
+	unitMax := make([]float64, len(units))
+	err := parallel(ctx, len(units), threads, func() func(int) {
+		sc := f.newScratch()
+		return func(u int) {
+			un := units[u]
+			unitMax[u] = f.logMelFrames(clips[un.item], geo[un.item], un.t0, un.t1, out.itemData(un.item), out.Frames, sc)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	// Phase 2: normalise each item, in chunks of mel bins.
+	itemMax := make([]float64, len(clips))
+	for b := range clips {
+		itemMax[b] = math.Inf(-1)
+		for _, m := range unitMax[firstUnit[b]:firstUnit[b+1]] {
+			itemMax[b] = math.Max(itemMax[b], m)
+		}
+	}
+	const melChunk = 16
+	perItem := ceilDiv(c.NumMels, melChunk)
+	err = parallel(ctx, len(clips)*perItem, threads, func() func(int) {
+		return func(u int) {
+			b, m0 := u/perItem, (u%perItem)*melChunk
+			f.normalize(out.itemData(b), out.Frames, geo[b], itemMax[b], m0, min(m0+melChunk, c.NumMels))
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// itemData is item b's [NumMels*Frames] slice of Data.
+func (o *Features) itemData(b int) []float32 {
+	n := o.Frames * o.Mels
+	return o.Data[b*n : (b+1)*n]
+}
+
+// parallel runs job(i) for i in [0, n) on up to `threads` goroutines. Each
+// goroutine calls newWorker once (to build its scratch) and then runs the
+// returned function on the indices it claims.
+func parallel(ctx context.Context, n, threads int, newWorker func() func(int)) error {
+	threads = min(threads, n)
+	if threads <= 1 {
+		work := newWorker()
+		for i := 0; i < n; i++ {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			work(i)
+		}
+		return nil
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work := newWorker()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				work(i)
+			}
+		}()
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
+// scratch is one goroutine's workspace.
+type scratch struct {
+	frame []float64 // [n_fft]; zero outside the window, which is all that is rewritten
+	power []float64 // [n_fft/2+1]
+	mel   []float64 // [n_mels]
+	fft   *rfftScratch
+}
+
+func (f *Frontend) newScratch() *scratch {
+	return &scratch{
+		frame: make([]float64, f.cfg.NFFT),
+		power: make([]float64, f.cfg.NFFT/2+1),
+		mel:   make([]float64, f.cfg.NumMels),
+		fft:   f.fft.newScratch(),
+	}
+}
+
+// logMelFrames writes the log-mel values of frames [t0, t1) of clip x into
+// item (the item's slice of the output, rows of `frames`) and returns their
+// maximum.
+func (f *Frontend) logMelFrames(x []float32, g geometry, t0, t1 int, item []float32, frames int, sc *scratch) float64 {
+	c := &f.cfg
+	nm := c.NumMels
+	mx := math.Inf(-1)
+	for t := t0; t < t1; t++ {
+		f.fillFrame(x, g, t, sc.frame)
+		f.fft.power(sc.frame, sc.power, sc.fft)
+		f.bank.apply(sc.power, sc.mel)
+		for m, v := range sc.mel {
+			var y float64
+			switch {
+			case c.Normalize == PerUtterance || c.Normalize == Global:
+				y = math.Log10(math.Max(v, log10Floor))
+			case c.LogClampMin > 0:
+				y = math.Log(math.Max(v, c.LogClampMin))
+			default:
+				y = math.Log(v + logGuard)
+			}
+			mx = math.Max(mx, y)
+			if c.Layout == TimeMel {
+				item[t*nm+m] = float32(y)
+			} else {
+				item[m*frames+t] = float32(y)
+			}
+		}
+	}
+	return mx
+}
+
+// fillFrame writes window · signal for frame t into the window positions of
+// buf. Frames that lie inside the clip take a branch-free loop; frames that
+// touch an edge resolve each index through the pad mode.
+func (f *Frontend) fillFrame(x []float32, g geometry, t int, buf []float64) {
+	w := f.window
+	dst := buf[f.winOff : f.winOff+len(w)]
+	start := t*f.cfg.HopLength - f.pad + f.winOff // clip index of dst[0]
+	a := f.cfg.PreEmphasis
+	if start >= 1 && start+len(w) <= g.real {
+		src := x[start : start+len(w)]
+		if a == 0 {
+			for j, v := range src {
+				dst[j] = w[j] * float64(v)
+			}
+			return
+		}
+		prev := x[start-1 : start-1+len(w)]
+		for j, v := range src {
+			dst[j] = w[j] * (float64(v) - a*float64(prev[j]))
+		}
+		return
+	}
+	for j := range dst {
+		dst[j] = w[j] * f.sample(x, g, start+j)
+	}
+}
+
+// sample is the (pre-emphasised) signal at clip index i, resolving indices
+// outside [0, n) through the pad mode. Past the clip's real samples (the
+// pad_to_seconds zeros) the signal is 0, pre-emphasis included, as HF masks it.
+func (f *Frontend) sample(x []float32, g geometry, i int) float64 {
+	if i < 0 || i >= g.n {
+		if f.cfg.PadMode != PadReflect {
+			return 0
+		}
+		if i < 0 {
+			i = -i
+		} else {
+			i = 2*(g.n-1) - i
+		}
+	}
+	if i >= g.real {
+		return 0
+	}
+	v := float64(x[i])
+	if a := f.cfg.PreEmphasis; a != 0 && i > 0 {
+		v -= a * float64(x[i-1])
+	}
+	return v
+}
+
+// normalize applies the post-log normalisation to mel bins [m0, m1) of one
+// item's computed frames.
+func (f *Frontend) normalize(item []float32, frames int, g geometry, itemMax float64, m0, m1 int) {
+	c := &f.cfg
+	nm := c.NumMels
+	at := func(m, t int) *float32 {
+		if c.Layout == TimeMel {
+			return &item[t*nm+m]
+		}
+		return &item[m*frames+t]
+	}
+	switch c.Normalize {
+	case PerUtterance, Global:
+		floor := itemMax - clampRange
+		if c.Normalize == Global {
+			floor = c.GlobalLogMelMax - clampRange
+		}
+		for m := m0; m < m1; m++ {
+			for t := 0; t < g.computed; t++ {
+				p := at(m, t)
+				*p = float32((math.Max(float64(*p), floor) + 4) / 4)
+			}
+		}
+	case PerFeature:
+		n := g.computed
+		for m := m0; m < m1; m++ {
+			var sum float64
+			for t := 0; t < n; t++ {
+				sum += float64(*at(m, t))
+			}
+			mean := sum / float64(n)
+			var ss float64
+			for t := 0; t < n; t++ {
+				d := float64(*at(m, t)) - mean
+				ss += d * d
+			}
+			inv := 1 / (math.Sqrt(ss/float64(n-1)) + stdEpsilon)
+			for t := 0; t < n; t++ {
+				p := at(m, t)
+				*p = float32((float64(*p) - mean) * inv)
+			}
+		}
+	}
+}
+
+// firstNonFinite returns the index of the first NaN or ±Inf in x. The scan
+// itself is branch-free: v-v is 0 for finite v and NaN otherwise.
+func firstNonFinite(x []float32) (int, bool) {
+	const block = 4096
+	for lo := 0; lo < len(x); lo += block {
+		blk := x[lo:min(lo+block, len(x))]
+		var s0, s1, s2, s3 float32
+		i := 0
+		for ; i+3 < len(blk); i += 4 {
+			s0 += blk[i] - blk[i]
+			s1 += blk[i+1] - blk[i+1]
+			s2 += blk[i+2] - blk[i+2]
+			s3 += blk[i+3] - blk[i+3]
+		}
+		for ; i < len(blk); i++ {
+			s0 += blk[i] - blk[i]
+		}
+		if s0+s1+s2+s3 != 0 {
+			for j, v := range blk {
+				if v != v || math.IsInf(float64(v), 0) {
+					return lo + j, true
+				}
+			}
+		}
+	}
+	return 0, false
+}
