@@ -1,0 +1,166 @@
+package rvq
+
+import (
+	"fmt"
+	"math"
+)
+
+// Limits of the contract, shared with the CUDA kernel.
+const (
+	MaxStages  = 32   // Q: codebooks per chain set
+	MaxEntries = 4096 // K_q: entries per codebook
+	MaxDim     = 1024 // D: latent width
+)
+
+// MaxSquaredNorm bounds the squared L2 norm of every codeword and every frame
+// of x (2^100). With Q <= 32 stages the residual's squared norm then stays
+// below 2^111 and every fp32 distance and dot product stays finite.
+const MaxSquaredNorm = 0x1p100
+
+// panelWidth is the number of codewords in one packed panel: the micro-kernel
+// computes panelWidth distances per frame at a time.
+const panelWidth = 16
+
+// stage is one prepared codebook.
+type stage struct {
+	k int
+	// panels holds ceil(k/panelWidth) panels of [dim][panelWidth] float32:
+	// codeword p*panelWidth+l, dimension d is panels[(p*dim+d)*panelWidth+l].
+	// Entries past k are zero.
+	panels []float32
+	// halfNorm[e] = ||C_e||^2 / 2 for e < k and +Inf for the padding, so a
+	// padded entry never wins.
+	halfNorm []float32
+}
+
+// codeword returns element d of entry e.
+func (s *stage) codeword(dim, e, d int) float32 {
+	p, l := e/panelWidth, e%panelWidth
+	return s.panels[(p*dim+d)*panelWidth+l]
+}
+
+// Codebooks is a prepared, immutable set of RVQ codebooks of one latent width
+// D: Q stages of K_q entries each. It is safe for concurrent use.
+type Codebooks struct {
+	dim    int
+	stages []stage
+	// split is the number of stages in the first chain (Mimi's semantic
+	// quantiser); 0 means a single chain.
+	split int
+	// bounds holds the chains' stage ranges [lo, hi).
+	bounds [][2]int
+}
+
+// NewCodebooks prepares float32 codebooks of width dim: one row-major
+// [K_q, dim] slice per stage. Every value must be finite and exactly
+// representable in bfloat16, and every codeword's squared norm at most
+// MaxSquaredNorm.
+func NewCodebooks(dim int, stages ...[]float32) (*Codebooks, error) {
+	return newCodebooks(dim, stages, func(q, i int) (float32, error) {
+		v := stages[q][i]
+		if math.Float32bits(v)&0xFFFF != 0 {
+			return 0, fmt.Errorf("value %v is not exactly representable in bfloat16 (codebooks must hold bf16 values; round them explicitly if that is intended)", v)
+		}
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return 0, fmt.Errorf("value %v is not finite", v)
+		}
+		return v, nil
+	})
+}
+
+// NewCodebooksBF16 prepares codebooks given as bfloat16 bit patterns, one
+// row-major [K_q, dim] slice per stage. NaN and infinite patterns are an error.
+func NewCodebooksBF16(dim int, stages ...[]uint16) (*Codebooks, error) {
+	return newCodebooks(dim, stages, func(q, i int) (float32, error) {
+		b := stages[q][i]
+		if b&0x7F80 == 0x7F80 {
+			return 0, fmt.Errorf("bf16 pattern %#04x is not finite", b)
+		}
+		return BF16ToFloat32(b), nil
+	})
+}
+
+// BF16ToFloat32 widens a bfloat16 bit pattern to float32 (exact).
+func BF16ToFloat32(b uint16) float32 { return math.Float32frombits(uint32(b) << 16) }
+
+// newCodebooks checks the shapes, reads every value through at (which checks
+// it) and packs the panels.
+func newCodebooks[S ~[]E, E any](dim int, stages []S, at func(q, i int) (float32, error)) (*Codebooks, error) {
+	if dim < 1 || dim > MaxDim {
+		return nil, fmt.Errorf("codebook width D = %d, want 1..%d", dim, MaxDim)
+	}
+	if len(stages) < 1 || len(stages) > MaxStages {
+		return nil, fmt.Errorf("%d codebooks (stages), want 1..%d", len(stages), MaxStages)
+	}
+	c := &Codebooks{dim: dim, stages: make([]stage, len(stages))}
+	for q, s := range stages {
+		if len(s) == 0 || len(s)%dim != 0 {
+			return nil, fmt.Errorf("codebook %d has %d values, want K*%d with K >= 1", q, len(s), dim)
+		}
+		k := len(s) / dim
+		if k > MaxEntries {
+			return nil, fmt.Errorf("codebook %d has K = %d entries, want at most %d", q, k, MaxEntries)
+		}
+		np := (k + panelWidth - 1) / panelWidth
+		st := stage{k: k, panels: make([]float32, np*dim*panelWidth), halfNorm: make([]float32, np*panelWidth)}
+		for e := range st.halfNorm {
+			st.halfNorm[e] = float32(math.Inf(1))
+		}
+		for e := 0; e < k; e++ {
+			var norm float32
+			p, l := e/panelWidth, e%panelWidth
+			for d := 0; d < dim; d++ {
+				v, err := at(q, e*dim+d)
+				if err != nil {
+					return nil, fmt.Errorf("codebook %d entry %d dim %d: %w", q, e, d, err)
+				}
+				st.panels[(p*dim+d)*panelWidth+l] = v
+				norm += v * v
+			}
+			if !(norm <= MaxSquaredNorm) {
+				return nil, fmt.Errorf("codebook %d entry %d has squared norm %g, want at most %g (fp32 distances would overflow)", q, e, norm, MaxSquaredNorm)
+			}
+			st.halfNorm[e] = norm / 2
+		}
+		c.stages[q] = st
+	}
+	c.bounds = chainBounds(len(stages), 0)
+	return c, nil
+}
+
+// WithSplit returns a view of c whose first n stages form one chain (Mimi's
+// semantic quantiser, n = 1) and whose remaining stages form a second chain;
+// both chains quantise x itself (see the package doc). n = 0 restores a
+// single chain. It shares c's memory.
+func (c *Codebooks) WithSplit(n int) (*Codebooks, error) {
+	if n < 0 || n >= len(c.stages) {
+		return nil, fmt.Errorf("split = %d, want 0 (one chain) or 1..%d (stages in the first chain, of %d)", n, len(c.stages)-1, len(c.stages))
+	}
+	v := *c
+	v.split, v.bounds = n, chainBounds(len(c.stages), n)
+	return &v, nil
+}
+
+// Dim is the latent width D.
+func (c *Codebooks) Dim() int { return c.dim }
+
+// NumStages is Q, the number of codebooks (over both chains of a split).
+func (c *Codebooks) NumStages() int { return len(c.stages) }
+
+// Size returns K_q, the number of entries of codebook q.
+func (c *Codebooks) Size(q int) int { return c.stages[q].k }
+
+// Split is the number of stages in the first chain (0: a single chain).
+func (c *Codebooks) Split() int { return c.split }
+
+// chains returns the stage ranges [lo, hi) of the chains, in order.
+func (c *Codebooks) chains() [][2]int { return c.bounds }
+
+// chainBounds computes the chain ranges of q stages split after the first n
+// (n = 0: one chain).
+func chainBounds(q, n int) [][2]int {
+	if n == 0 {
+		return [][2]int{{0, q}}
+	}
+	return [][2]int{{0, n}, {n, q}}
+}
