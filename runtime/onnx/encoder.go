@@ -1,0 +1,573 @@
+package onnx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/edgespeech/edge/runtime"
+	"github.com/edgespeech/edge/runtime/model"
+)
+
+// Execution providers an Encoder can run on.
+const (
+	ProviderCPU      = "cpu"
+	ProviderCUDA     = "cuda"
+	ProviderTensorRT = "tensorrt"
+)
+
+// Options configures an Encoder.
+type Options struct {
+	// Library is the ONNX Runtime shared library ("" = FindLibrary's search);
+	// it only matters for the first Encoder of a process (see Init).
+	Library string
+	// Provider is ProviderCPU (the default), ProviderCUDA or ProviderTensorRT.
+	Provider string
+	// Device is the GPU ordinal for the CUDA and TensorRT providers.
+	Device int
+	// Threads is the number of intra-op threads; 0 lets ONNX Runtime use one
+	// per physical core.
+	Threads int
+	// Normalize overrides the manifest's normalisation of raw waveform
+	// ("" keeps it; model.NormalizeNone or model.NormalizePerUtterance).
+	Normalize string
+}
+
+// Encoder runs a CTC acoustic model in one ONNX Runtime session. The session
+// is created once by Open; Run may be called many times, from one goroutine
+// at a time; Close releases it.
+type Encoder struct {
+	sig       *signature
+	manifest  *model.Manifest
+	normalize string
+	opts      Options
+
+	mu      sync.Mutex // guards sess and runOpts against Close during Run
+	sess    *ort.DynamicAdvancedSession
+	runOpts *ort.RunOptions
+
+	scratch []float32 // normalised pcm, reused across runs
+}
+
+// Open loads a model and creates its session. path is a model directory
+// (holding model.yaml), a model.yaml manifest, or a bare .onnx file whose
+// inputs and outputs are recognised by their declared types and ranks (see
+// conventionalManifest). The model's declared inputs and outputs are checked
+// against the manifest: every name must exist with the right element type
+// and rank, every model input must be mapped, the mel axis must agree with
+// the frontend layout and V with the vocabulary where the model fixes them.
+func Open(path string, opts Options) (*Encoder, error) {
+	if err := Init(opts.Library); err != nil {
+		return nil, err
+	}
+	switch opts.Normalize {
+	case "", model.NormalizeNone, model.NormalizePerUtterance:
+	default:
+		return nil, fmt.Errorf("normalize %q is not %s or %s", opts.Normalize, model.NormalizeNone, model.NormalizePerUtterance)
+	}
+	if opts.Threads < 0 {
+		return nil, fmt.Errorf("threads %d is negative (0 means one per physical core)", opts.Threads)
+	}
+	var m *model.Manifest
+	onnxPath := path
+	if !strings.EqualFold(filepath.Ext(path), ".onnx") {
+		var err error
+		if m, err = model.Load(path); err != nil {
+			return nil, err
+		}
+		onnxPath = m.EncoderPath()
+	} else if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("encoder model: %w", err)
+	}
+	ins, outs, err := readIO(onnxPath)
+	if err != nil {
+		return nil, err
+	}
+	if m == nil {
+		if m, err = conventionalManifest(onnxPath, ins, outs); err != nil {
+			return nil, err
+		}
+	}
+	sig, err := newSignature(m, ins, outs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", onnxPath, err)
+	}
+	e := &Encoder{sig: sig, manifest: m, normalize: m.Normalize, opts: opts}
+	if opts.Normalize != "" {
+		e.normalize = opts.Normalize
+	}
+	if e.normalize == model.NormalizePerUtterance && sig.input.edge != model.InputPCM {
+		return nil, fmt.Errorf("normalize %s applies to raw-waveform models; %s takes features", model.NormalizePerUtterance, onnxPath)
+	}
+	so, err := sessionOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer so.Destroy()
+	inNames := []string{sig.input.name()}
+	for _, p := range []*port{sig.inLengths, sig.inMask} {
+		if p != nil {
+			inNames = append(inNames, p.name())
+		}
+	}
+	outNames := []string{sig.output.name()}
+	if sig.outLengths != nil {
+		outNames = append(outNames, sig.outLengths.name())
+	}
+	e.sess, err = ort.NewDynamicAdvancedSession(onnxPath, inNames, outNames, so)
+	if err != nil {
+		return nil, fmt.Errorf("creating an ONNX Runtime session for %s: %w", onnxPath, err)
+	}
+	if e.runOpts, err = ort.NewRunOptions(); err != nil {
+		e.sess.Destroy()
+		return nil, err
+	}
+	return e, nil
+}
+
+// readIO reads the model's declared inputs and outputs with a throw-away,
+// unoptimised single-threaded session.
+func readIO(path string) (ins, outs []ort.InputOutputInfo, err error) {
+	so, err := ort.NewSessionOptions()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer so.Destroy()
+	if err := so.SetGraphOptimizationLevel(ort.GraphOptimizationLevelDisableAll); err != nil {
+		return nil, nil, err
+	}
+	if err := so.SetIntraOpNumThreads(1); err != nil {
+		return nil, nil, err
+	}
+	ins, outs, err = ort.GetInputOutputInfoWithOptions(path, so)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the ONNX model %s: %w", path, err)
+	}
+	return ins, outs, nil
+}
+
+func sessionOptions(o Options) (*ort.SessionOptions, error) {
+	so, err := ort.NewSessionOptions()
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*ort.SessionOptions, error) { so.Destroy(); return nil, err }
+	if o.Threads > 0 {
+		if err := so.SetIntraOpNumThreads(o.Threads); err != nil {
+			return fail(err)
+		}
+		if err := so.SetInterOpNumThreads(1); err != nil {
+			return fail(err)
+		}
+	}
+	if o.Device < 0 {
+		return fail(fmt.Errorf("device %d is negative", o.Device))
+	}
+	device := map[string]string{"device_id": strconv.Itoa(o.Device)}
+	noProvider := func(name string, err error) error {
+		return fmt.Errorf("execution_provider=%s: the ONNX Runtime library %s (version %s) cannot run %s: %v.\n"+
+			"The CPU build that %s installs has no GPU execution providers: point %s at a GPU build of libonnxruntime.so "+
+			"(its provider libraries beside it), or use execution_provider=cpu", name, Library(), Version(), name, err, FetchCommand, EnvLibrary)
+	}
+	switch o.Provider {
+	case "", ProviderCPU:
+	case ProviderCUDA:
+		cuda, err := ort.NewCUDAProviderOptions()
+		if err != nil {
+			return fail(noProvider(ProviderCUDA, err))
+		}
+		defer cuda.Destroy()
+		if err := cuda.Update(device); err != nil {
+			return fail(noProvider(ProviderCUDA, err))
+		}
+		if err := so.AppendExecutionProviderCUDA(cuda); err != nil {
+			return fail(noProvider(ProviderCUDA, err))
+		}
+	case ProviderTensorRT:
+		trt, err := ort.NewTensorRTProviderOptions()
+		if err != nil {
+			return fail(noProvider(ProviderTensorRT, err))
+		}
+		defer trt.Destroy()
+		if err := trt.Update(device); err != nil {
+			return fail(noProvider(ProviderTensorRT, err))
+		}
+		if err := so.AppendExecutionProviderTensorRT(trt); err != nil {
+			return fail(noProvider(ProviderTensorRT, err))
+		}
+	default:
+		return fail(fmt.Errorf("execution_provider %q is not %s, %s or %s", o.Provider, ProviderCPU, ProviderCUDA, ProviderTensorRT))
+	}
+	return so, nil
+}
+
+// Manifest is the manifest the encoder was opened with (synthesised from the
+// model's signature for a bare .onnx file; then it has no vocabulary).
+func (e *Encoder) Manifest() *model.Manifest { return e.manifest }
+
+// InputName is the edge-side input the model takes: model.InputFeatures or model.InputPCM.
+func (e *Encoder) InputName() string { return e.sig.input.edge }
+
+// Close releases the session. It is safe to call more than once; Run after
+// Close returns an error.
+func (e *Encoder) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var errs []error
+	if e.sess != nil {
+		errs = append(errs, e.sess.Destroy())
+		e.sess = nil
+	}
+	if e.runOpts != nil {
+		errs = append(errs, e.runOpts.Destroy())
+		e.runOpts = nil
+	}
+	return errors.Join(errs...)
+}
+
+// Run runs the model on a batch.
+//
+// Inputs: the model's input (in.InputName()) — "features" f32 [B, n_mels, T]
+// (mel_time) or [B, T, n_mels] (time_mel), or "pcm" f32 [B, N] — and the
+// optional "lengths" i64 or i32 [B]: the valid frames (samples) of each item,
+// 1..T (1..N), all T (N) when absent; padding beyond them should be zero.
+// Values must be finite. Raw waveform is normalised first when the manifest
+// says per_utterance (each item's valid samples to zero mean and unit
+// variance with eps 1e-7, the padding set to 0, like HF's
+// Wav2Vec2FeatureExtractor); the caller's tensor is not modified.
+//
+// Outputs: "log_probs" f32 [B, T', V], log-softmax over V (applied here, in
+// float64, when the model emits logits), and "lengths" i64 [B]: the model's
+// own output lengths when it has them (checked to lie in 0..T'), else
+// ceil(len·T'/T) (exact for items that fill the batch; an estimate for
+// padded ones). Errors name the input, its shape or value and what was expected.
+func (e *Encoder) Run(ctx context.Context, in runtime.Tensors) (runtime.Tensors, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.sess == nil {
+		return nil, errors.New("encoder is closed")
+	}
+	x, err := e.checkInput(in)
+	if err != nil {
+		return nil, err
+	}
+	shape := x.Shape()
+	batch, length := shape[0], shape[len(shape)-1]
+	if e.sig.melAxis == 2 {
+		length = shape[1]
+	}
+	lengths, err := checkLengths(in[model.InputLengths], batch, length, e.sig.input.edge)
+	if err != nil {
+		return nil, err
+	}
+	data := x.F32()
+	if e.normalize == model.NormalizePerUtterance {
+		data = e.normalized(data, lengths, length)
+	}
+	values, err := e.inputValues(data, shape, lengths)
+	defer func() {
+		for _, v := range values {
+			v.Destroy()
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	outputs := make([]ort.Value, 1, 2)
+	if e.sig.outLengths != nil {
+		outputs = append(outputs, nil)
+	}
+	// A context that ends during the run terminates it.
+	ro, terminated := e.runOpts, make(chan struct{})
+	stop := context.AfterFunc(ctx, func() { ro.Terminate(); close(terminated) })
+	err = e.sess.RunWithOptions(values, outputs, ro)
+	if !stop() {
+		<-terminated
+		ro.UnsetTerminate() // ready for the next run
+		if err != nil {
+			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+		}
+	}
+	defer func() {
+		for _, v := range outputs {
+			if v != nil {
+				v.Destroy()
+			}
+		}
+	}()
+	if err != nil {
+		return nil, fmt.Errorf("running the model on %s %v: %w", e.sig.input.edge, shape, err)
+	}
+	return e.results(outputs, batch, length, lengths)
+}
+
+// checkInput returns the model's input tensor after checking its presence,
+// shape against the model's fixed dimensions, and values.
+func (e *Encoder) checkInput(in runtime.Tensors) (*runtime.Tensor, error) {
+	name := e.sig.input.edge
+	x := in[name]
+	if x == nil {
+		other := model.InputPCM
+		if name == model.InputPCM {
+			other = model.InputFeatures
+		}
+		if in[other] != nil {
+			return nil, fmt.Errorf("input %q given, but the model takes %q (ONNX input %s %s)", other, name, e.sig.input.name(), dimsString(e.sig.input.info.Dimensions))
+		}
+		return nil, fmt.Errorf("missing input %q (ONNX input %s %s)", name, e.sig.input.name(), dimsString(e.sig.input.info.Dimensions))
+	}
+	if x.DType() != runtime.F32 || !x.OnHost() {
+		return nil, fmt.Errorf("input %q is %v, want f32 in host memory", name, x)
+	}
+	shape := x.Shape()
+	decl := e.sig.input.info.Dimensions
+	if len(shape) != len(decl) {
+		return nil, fmt.Errorf("input %q has shape %v (rank %d), the model's %s wants rank %d %s", name, shape, len(shape), e.sig.input.name(), len(decl), dimsString(decl))
+	}
+	for i, d := range shape {
+		if d == 0 {
+			return nil, fmt.Errorf("input %q has shape %v: empty (axis %d is 0)", name, shape, i)
+		}
+		if decl[i] > 0 && int64(d) != decl[i] {
+			msg := fmt.Sprintf("input %q has shape %v, the model's %s wants %s (axis %d must be %d)", name, shape, e.sig.input.name(), dimsString(decl), i, decl[i])
+			if i == e.sig.melAxis {
+				msg += fmt.Sprintf("; with frontend layout %s the mels are on axis %d: does the fbank preset give %d mels, and its layout match?", layoutName(e.sig.layout), i, decl[i])
+			}
+			return nil, errors.New(msg)
+		}
+	}
+	if i, ok := firstNonFinite(x.F32()); ok {
+		return nil, fmt.Errorf("input %q holds %v at flat index %d; want finite values", name, x.F32()[i], i)
+	}
+	return x, nil
+}
+
+func firstNonFinite(xs []float32) (int, bool) {
+	for i, v := range xs {
+		// v-v is NaN exactly for NaN and ±Inf.
+		if v-v != 0 {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// checkLengths returns the valid length of each item as int64 (all full
+// when t is nil), checking shape and range.
+func checkLengths(t *runtime.Tensor, batch, full int, of string) ([]int64, error) {
+	out := make([]int64, batch)
+	if t == nil {
+		for i := range out {
+			out[i] = int64(full)
+		}
+		return out, nil
+	}
+	if !t.OnHost() || t.Rank() != 1 || t.Shape()[0] != batch {
+		return nil, fmt.Errorf("input %q is %v, want i64 [%d] (one length per %s item)", model.InputLengths, t, batch, of)
+	}
+	switch t.DType() {
+	case runtime.I64:
+		copy(out, t.I64())
+	case runtime.I32:
+		for i, v := range t.I32() {
+			out[i] = int64(v)
+		}
+	default:
+		return nil, fmt.Errorf("input %q is %v, want i64 [%d]", model.InputLengths, t, batch)
+	}
+	for i, v := range out {
+		if v < 1 || v > int64(full) {
+			return nil, fmt.Errorf("input %q[%d] = %d is out of range: %s has %d frames per item, want 1..%d", model.InputLengths, i, v, of, full, full)
+		}
+	}
+	return out, nil
+}
+
+// normalized returns per-utterance normalised pcm [B, n] in e.scratch.
+func (e *Encoder) normalized(x []float32, lengths []int64, n int) []float32 {
+	if cap(e.scratch) < len(x) {
+		e.scratch = make([]float32, len(x))
+	}
+	out := e.scratch[:len(x)]
+	for b, l := range lengths {
+		src, dst := x[b*n:b*n+int(l)], out[b*n:(b+1)*n]
+		var sum float64
+		for _, v := range src {
+			sum += float64(v)
+		}
+		mean := sum / float64(len(src))
+		var ss float64
+		for _, v := range src {
+			d := float64(v) - mean
+			ss += d * d
+		}
+		inv := 1 / math.Sqrt(ss/float64(len(src))+1e-7)
+		for i, v := range src {
+			dst[i] = float32((float64(v) - mean) * inv)
+		}
+		clear(dst[len(src):])
+	}
+	return out
+}
+
+// inputValues wraps the input data (no copy) and builds lengths and mask in
+// the model's integer types. The caller destroys the values, also on error.
+func (e *Encoder) inputValues(data []float32, shape runtime.Shape, lengths []int64) ([]ort.Value, error) {
+	dims := make(ort.Shape, len(shape))
+	for i, d := range shape {
+		dims[i] = int64(d)
+	}
+	values := make([]ort.Value, 0, 3)
+	x, err := ort.NewTensor(dims, data)
+	if err != nil {
+		return values, fmt.Errorf("wrapping input %q: %w", e.sig.input.edge, err)
+	}
+	values = append(values, x)
+	if p := e.sig.inLengths; p != nil {
+		v, err := intTensor(p.info.DataType, ort.NewShape(int64(len(lengths))), func(i int) int64 { return lengths[i] })
+		if err != nil {
+			return values, err
+		}
+		values = append(values, v)
+	}
+	if p := e.sig.inMask; p != nil {
+		b, n := shape[0], shape[1]
+		v, err := intTensor(p.info.DataType, ort.NewShape(int64(b), int64(n)), func(i int) int64 {
+			if int64(i%n) < lengths[i/n] {
+				return 1
+			}
+			return 0
+		})
+		if err != nil {
+			return values, err
+		}
+		values = append(values, v)
+	}
+	return values, nil
+}
+
+func intTensor(t ort.TensorElementDataType, shape ort.Shape, at func(int) int64) (ort.Value, error) {
+	n := int(shape.FlattenedSize())
+	switch t {
+	case ort.TensorElementDataTypeInt64:
+		d := make([]int64, n)
+		for i := range d {
+			d[i] = at(i)
+		}
+		return ort.NewTensor(shape, d)
+	case ort.TensorElementDataTypeInt32:
+		d := make([]int32, n)
+		for i := range d {
+			d[i] = int32(at(i))
+		}
+		return ort.NewTensor(shape, d)
+	case ort.TensorElementDataTypeBool:
+		d := make([]bool, n)
+		for i := range d {
+			d[i] = at(i) != 0
+		}
+		return ort.NewTensor(shape, d)
+	}
+	return nil, fmt.Errorf("unsupported integer input type %s", elemName(t))
+}
+
+// results converts the session outputs into edge tensors.
+func (e *Encoder) results(outputs []ort.Value, batch, length int, lengths []int64) (runtime.Tensors, error) {
+	scores, ok := outputs[0].(*ort.Tensor[float32])
+	if !ok {
+		return nil, fmt.Errorf("the model's %s gave a %T, want a float tensor", e.sig.output.name(), outputs[0])
+	}
+	s := scores.GetShape()
+	if len(s) != 3 || s[0] != int64(batch) {
+		return nil, fmt.Errorf("the model's %s has shape %v, want [%d,T',V]", e.sig.output.name(), s, batch)
+	}
+	frames, vocab := int(s[1]), int(s[2])
+	if frames == 0 {
+		return nil, fmt.Errorf("input %q is too short: %d frames give no encoder output frames", e.sig.input.edge, length)
+	}
+	if e.sig.vocab > 0 && vocab != e.sig.vocab {
+		return nil, fmt.Errorf("the model's %s has V=%d, the vocabulary %d tokens", e.sig.output.name(), vocab, e.sig.vocab)
+	}
+	if vocab == 0 {
+		return nil, fmt.Errorf("the model's %s has V=0", e.sig.output.name())
+	}
+	data := scores.GetData() // a Go copy of the session's output
+	if e.sig.logits {
+		logSoftmaxRows(data, vocab)
+	}
+	lp, err := runtime.FromSlice(runtime.F32, runtime.Shape{batch, frames, vocab}, data)
+	if err != nil {
+		return nil, err
+	}
+	outLen := make([]int64, batch)
+	if e.sig.outLengths != nil {
+		if err := copyLengths(outLen, outputs[1], e.sig.outLengths.name(), frames); err != nil {
+			return nil, err
+		}
+	} else {
+		for i, l := range lengths {
+			outLen[i] = min(int64(frames), (l*int64(frames)+int64(length)-1)/int64(length))
+		}
+	}
+	ol, err := runtime.FromSlice(runtime.I64, runtime.Shape{batch}, outLen)
+	if err != nil {
+		return nil, err
+	}
+	return runtime.Tensors{model.OutputLogProbs: lp, model.OutputLengths: ol}, nil
+}
+
+func copyLengths(dst []int64, v ort.Value, name string, frames int) error {
+	switch t := v.(type) {
+	case *ort.Tensor[int64]:
+		if len(t.GetData()) != len(dst) {
+			return fmt.Errorf("the model's %s has shape %v, want [%d]", name, t.GetShape(), len(dst))
+		}
+		copy(dst, t.GetData())
+	case *ort.Tensor[int32]:
+		if len(t.GetData()) != len(dst) {
+			return fmt.Errorf("the model's %s has shape %v, want [%d]", name, t.GetShape(), len(dst))
+		}
+		for i, x := range t.GetData() {
+			dst[i] = int64(x)
+		}
+	default:
+		return fmt.Errorf("the model's %s gave a %T, want an integer tensor", name, v)
+	}
+	for i, l := range dst {
+		if l < 0 || l > int64(frames) {
+			return fmt.Errorf("the model's %s[%d] = %d is outside 0..%d (its output frames)", name, i, l, frames)
+		}
+	}
+	return nil
+}
+
+// logSoftmaxRows replaces each row of width v by its log-softmax, computed
+// in float64: x - max - log(sum(exp(x - max))).
+func logSoftmaxRows(data []float32, v int) {
+	for r := 0; r+v <= len(data); r += v {
+		row := data[r : r+v]
+		m := row[0]
+		for _, x := range row[1:] {
+			m = max(m, x)
+		}
+		var sum float64
+		for _, x := range row {
+			sum += math.Exp(float64(x - m))
+		}
+		lse := float64(m) + math.Log(sum)
+		for i, x := range row {
+			row[i] = float32(float64(x) - lse)
+		}
+	}
+}

@@ -1,0 +1,64 @@
+package onnx
+
+import (
+	"errors"
+
+	"github.com/edgespeech/edge/runtime"
+	"github.com/edgespeech/edge/runtime/model"
+)
+
+func init() {
+	runtime.Register(runtime.OpSpec{
+		Name: "encoder",
+		Doc: "Runs a CTC acoustic model (ONNX) with ONNX Runtime: features or raw waveform in, " +
+			"CTC log-probabilities out. The model, its tensor names and layout come from a model.yaml " +
+			"manifest (or a bare .onnx file's own signature); the session is built once per op.",
+		Inputs: []runtime.TensorSpec{
+			{Name: model.InputFeatures, DTypes: []runtime.DType{runtime.F32}, Dims: []string{"B", "F", "T"}, Optional: true, Host: true,
+				Doc: "log-mel features [B,n_mels,T] (frontend layout mel_time) or [B,T,n_mels] (time_mel), for spectrogram models"},
+			{Name: model.InputPCM, DTypes: []runtime.DType{runtime.F32}, Dims: []string{"B", "N"}, Optional: true, Host: true,
+				Doc: "raw waveform in [-1,1] at the model's sample rate, for raw-waveform (wav2vec2-style) models"},
+			{Name: model.InputLengths, DTypes: []runtime.DType{runtime.I64, runtime.I32}, Dims: []string{"B"}, Optional: true, Host: true,
+				Doc: "valid frames (features) or samples (pcm) per item, 1..T; all T when absent"},
+		},
+		Outputs: []runtime.TensorSpec{
+			{Name: model.OutputLogProbs, DTypes: []runtime.DType{runtime.F32}, Dims: []string{"B", "T'", "V"}, Host: true,
+				Doc: "CTC log-probabilities (log-softmax over V)"},
+			{Name: model.OutputLengths, DTypes: []runtime.DType{runtime.I64}, Dims: []string{"B"}, Host: true,
+				Doc: "valid output frames per item"},
+		},
+		Params: []runtime.ParamSpec{
+			{Name: "model", Kind: runtime.String, Doc: "model directory (with model.yaml), model.yaml, or .onnx file"},
+			{Name: "execution_provider", Kind: runtime.String, Default: ProviderCPU, Enum: []string{ProviderCPU, ProviderCUDA, ProviderTensorRT},
+				Doc: "ONNX Runtime execution provider"},
+			{Name: "device", Kind: runtime.Int, Default: 0, Doc: "GPU ordinal for cuda and tensorrt"},
+			{Name: "threads", Kind: runtime.Int, Default: 0, Doc: "intra-op threads; 0 = one per physical core"},
+			{Name: "normalize", Kind: runtime.String, Enum: []string{model.NormalizeNone, model.NormalizePerUtterance},
+				Doc: "raw-waveform normalisation; default: the manifest's"},
+			{Name: "ort_lib", Kind: runtime.String, Doc: "ONNX Runtime shared library; default $EDGE_ORT_LIB, then the cache of scripts/fetch-ort.sh"},
+		},
+		New: newEncoderOp,
+	})
+}
+
+// newEncoderOp opens the encoder. *Encoder is the op: its inputs and outputs
+// live in host memory whatever the backend (the runtime copies device
+// tensors), so it runs under every backend; the session itself runs where
+// execution_provider says. Instance.Close releases the session.
+func newEncoderOp(p runtime.Params, _ runtime.Backend) (runtime.Op, error) {
+	path := p.Str("model")
+	if path == "" {
+		return nil, errors.New("parameter model is required: a model directory (with model.yaml), a model.yaml, or an .onnx file")
+	}
+	e, err := Open(path, Options{
+		Library:   p.Str("ort_lib"),
+		Provider:  p.Str("execution_provider"),
+		Device:    p.Int("device"),
+		Threads:   p.Int("threads"),
+		Normalize: p.Str("normalize"),
+	})
+	if err != nil {
+		return nil, err // not a typed nil *Encoder in a non-nil Op
+	}
+	return e, nil
+}
