@@ -65,7 +65,7 @@ class Resampler:
     def __call__(self, clips):
         if self.af is None:
             from scipy.signal import resample_poly
-            return [torch.from_numpy(resample_poly(c.astype(np.float32) / 32768.0, 160, 441).astype(np.float32)).to(self.device)
+            return [torch.from_numpy(resample_poly(c.astype(np.float32) / 32768.0, 320, 441).astype(np.float32)).to(self.device)
                     for c in clips]
         out = []
         for i in range(0, len(clips), 256):

@@ -66,7 +66,7 @@ def clips():
         for text, v in (("the quick brown fox jumps over the lazy dog", "en-us"),
                         ("seven hundred and twelve people came", "en-gb-x-rp")):
             pcm = synth.espeak(text, v).astype(np.float32) / 32768
-            out.append(resample_poly(pcm, 160, 441).astype(np.float32))
+            out.append(resample_poly(pcm, 320, 441).astype(np.float32))
     except Exception as e:  # noqa: BLE001
         print(f"espeak-ng unavailable ({e}); using noise only")
     out.append((0.1 * rng.standard_normal(16000 * 3 + 77)).astype(np.float32))
