@@ -113,45 +113,18 @@ func (pl *cfftPlan) transform(x, work, scratch []complex128) []complex128 {
 	return src
 }
 
-// Each butterfly reads a_j = src[k + s(q + j m)] and writes
-// dst[k + s(p q + r)] = w^{r q} · DFT_p(a)_r.
+// Each stage reads a_j = src[k + s(q + j m)] and writes
+// dst[k + s(p q + r)] = w^{r q} · DFT_p(a)_r. The first stage (s == 1) has
+// its own loop: there the k loop would have one iteration.
 
-func (st *cfftStage) radix2(src, dst []complex128) {
-	m, s := st.m, st.s
-	for q := 0; q < m; q++ {
-		w1 := st.tw[q]
-		in0, in1 := src[s*q:s*q+s], src[s*(q+m):s*(q+m)+s]
-		out0, out1 := dst[s*2*q:s*2*q+s], dst[s*(2*q+1):s*(2*q+1)+s]
-		for k := range in0 {
-			a, b := in0[k], in1[k]
-			out0[k] = a + b
-			out1[k] = (a - b) * w1
-		}
-	}
-}
+// bf2..bf5 are the DFT_p butterflies (forward, e^{-2πi/p}).
+func bf2(a0, a1 complex128) (complex128, complex128) { return a0 + a1, a0 - a1 }
 
-func (st *cfftStage) radix4(src, dst []complex128) {
-	m, s := st.m, st.s
-	for q := 0; q < m; q++ {
-		tw := st.tw[3*q : 3*q+3]
-		w1, w2, w3 := tw[0], tw[1], tw[2]
-		in0 := src[s*q : s*q+s]
-		in1 := src[s*(q+m) : s*(q+m)+s]
-		in2 := src[s*(q+2*m) : s*(q+2*m)+s]
-		in3 := src[s*(q+3*m) : s*(q+3*m)+s]
-		o := s * 4 * q
-		out0, out1, out2, out3 := dst[o:o+s], dst[o+s:o+2*s], dst[o+2*s:o+3*s], dst[o+3*s:o+4*s]
-		for k := range in0 {
-			a0, a1, a2, a3 := in0[k], in1[k], in2[k], in3[k]
-			t0, t1 := a0+a2, a0-a2
-			t2, t3 := a1+a3, a1-a3
-			mt3 := complex(imag(t3), -real(t3)) // -i·t3
-			out0[k] = t0 + t2
-			out1[k] = (t1 + mt3) * w1
-			out2[k] = (t0 - t2) * w2
-			out3[k] = (t1 - mt3) * w3
-		}
-	}
+func bf4(a0, a1, a2, a3 complex128) (b0, b1, b2, b3 complex128) {
+	t0, t1 := a0+a2, a0-a2
+	t2, t3 := a1+a3, a1-a3
+	mt3 := complex(imag(t3), -real(t3)) // -i·t3
+	return t0 + t2, t1 + mt3, t0 - t2, t1 - mt3
 }
 
 const (
@@ -162,6 +135,63 @@ const (
 	sin144 = 0.58778525229247312917
 )
 
+func bf3(a0, a1, a2 complex128) (b0, b1, b2 complex128) {
+	t1 := a1 + a2
+	t2 := a0 - complex(0.5*real(t1), 0.5*imag(t1))
+	d := a1 - a2
+	t3 := complex(sin60*imag(d), -sin60*real(d)) // -i·sin60·d
+	return a0 + t1, t2 + t3, t2 - t3
+}
+
+func (st *cfftStage) radix2(src, dst []complex128) {
+	m, s := st.m, st.s
+	if s == 1 {
+		src, dst = src[:2*m], dst[:2*m]
+		for q, w1 := range st.tw[:m] {
+			b0, b1 := bf2(src[q], src[q+m])
+			dst[2*q], dst[2*q+1] = b0, b1*w1
+		}
+		return
+	}
+	for q := 0; q < m; q++ {
+		w1 := st.tw[q]
+		in0, in1 := src[s*q:s*q+s], src[s*(q+m):s*(q+m)+s]
+		out0, out1 := dst[s*2*q:s*2*q+s], dst[s*(2*q+1):s*(2*q+1)+s]
+		for k := range in0 {
+			b0, b1 := bf2(in0[k], in1[k])
+			out0[k], out1[k] = b0, b1*w1
+		}
+	}
+}
+
+func (st *cfftStage) radix4(src, dst []complex128) {
+	m, s := st.m, st.s
+	if s == 1 {
+		src, dst = src[:4*m], dst[:4*m]
+		for q := 0; q < m; q++ {
+			tw := st.tw[3*q : 3*q+3]
+			b0, b1, b2, b3 := bf4(src[q], src[q+m], src[q+2*m], src[q+3*m])
+			d := dst[4*q : 4*q+4]
+			d[0], d[1], d[2], d[3] = b0, b1*tw[0], b2*tw[1], b3*tw[2]
+		}
+		return
+	}
+	for q := 0; q < m; q++ {
+		tw := st.tw[3*q : 3*q+3]
+		w1, w2, w3 := tw[0], tw[1], tw[2]
+		in0 := src[s*q : s*q+s]
+		in1 := src[s*(q+m) : s*(q+m)+s]
+		in2 := src[s*(q+2*m) : s*(q+2*m)+s]
+		in3 := src[s*(q+3*m) : s*(q+3*m)+s]
+		o := s * 4 * q
+		out0, out1, out2, out3 := dst[o:o+s], dst[o+s:o+2*s], dst[o+2*s:o+3*s], dst[o+3*s:o+4*s]
+		for k := range in0 {
+			b0, b1, b2, b3 := bf4(in0[k], in1[k], in2[k], in3[k])
+			out0[k], out1[k], out2[k], out3[k] = b0, b1*w1, b2*w2, b3*w3
+		}
+	}
+}
+
 func (st *cfftStage) radix3(src, dst []complex128) {
 	m, s := st.m, st.s
 	for q := 0; q < m; q++ {
@@ -170,32 +200,24 @@ func (st *cfftStage) radix3(src, dst []complex128) {
 		o := s * 3 * q
 		out0, out1, out2 := dst[o:o+s], dst[o+s:o+2*s], dst[o+2*s:o+3*s]
 		for k := range in0 {
-			a0, a1, a2 := in0[k], in1[k], in2[k]
-			t1 := a1 + a2
-			t2 := a0 - complex(0.5*real(t1), 0.5*imag(t1))
-			d := a1 - a2
-			t3 := complex(sin60*imag(d), -sin60*real(d)) // -i·sin60·d
-			out0[k] = a0 + t1
-			out1[k] = (t2 + t3) * w1
-			out2[k] = (t2 - t3) * w2
+			b0, b1, b2 := bf3(in0[k], in1[k], in2[k])
+			out0[k], out1[k], out2[k] = b0, b1*w1, b2*w2
 		}
 	}
 }
 
+// radix5 keeps one loop body for every stride (the butterfly is too large
+// for the inliner, so it is written out once, here).
 func (st *cfftStage) radix5(src, dst []complex128) {
 	m, s := st.m, st.s
+	sm := s * m
+	src, dst = src[:5*sm], dst[:5*sm]
 	for q := 0; q < m; q++ {
 		tw := st.tw[4*q : 4*q+4]
-		in0 := src[s*q : s*q+s]
-		in1 := src[s*(q+m) : s*(q+m)+s]
-		in2 := src[s*(q+2*m) : s*(q+2*m)+s]
-		in3 := src[s*(q+3*m) : s*(q+3*m)+s]
-		in4 := src[s*(q+4*m) : s*(q+4*m)+s]
-		o := s * 5 * q
-		out0, out1, out2 := dst[o:o+s], dst[o+s:o+2*s], dst[o+2*s:o+3*s]
-		out3, out4 := dst[o+3*s:o+4*s], dst[o+4*s:o+5*s]
-		for k := range in0 {
-			a0, a1, a2, a3, a4 := in0[k], in1[k], in2[k], in3[k], in4[k]
+		w1, w2, w3, w4 := tw[0], tw[1], tw[2], tw[3]
+		for k := 0; k < s; k++ {
+			i, o := s*q+k, 5*s*q+k
+			a0, a1, a2, a3, a4 := src[i], src[i+sm], src[i+2*sm], src[i+3*sm], src[i+4*sm]
 			t1, t2, t3, t4 := a1+a4, a2+a3, a1-a4, a2-a3
 			r1 := real(a0) + cos72*real(t1) + cos144*real(t2)
 			i1 := imag(a0) + cos72*imag(t1) + cos144*imag(t2)
@@ -204,11 +226,11 @@ func (st *cfftStage) radix5(src, dst []complex128) {
 			// u = s1 t3 + s2 t4, v = s2 t3 - s1 t4; -i·u = (imag u, -real u).
 			ur, ui := sin72*real(t3)+sin144*real(t4), sin72*imag(t3)+sin144*imag(t4)
 			vr, vi := sin144*real(t3)-sin72*real(t4), sin144*imag(t3)-sin72*imag(t4)
-			out0[k] = a0 + t1 + t2
-			out1[k] = complex(r1+ui, i1-ur) * tw[0]
-			out4[k] = complex(r1-ui, i1+ur) * tw[3]
-			out2[k] = complex(r2+vi, i2-vr) * tw[1]
-			out3[k] = complex(r2-vi, i2+vr) * tw[2]
+			dst[o] = a0 + t1 + t2
+			dst[o+s] = complex(r1+ui, i1-ur) * w1
+			dst[o+2*s] = complex(r2+vi, i2-vr) * w2
+			dst[o+3*s] = complex(r2-vi, i2+vr) * w3
+			dst[o+4*s] = complex(r1-ui, i1+ur) * w4
 		}
 	}
 }

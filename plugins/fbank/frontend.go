@@ -157,7 +157,9 @@ func (f *Frontend) Compute(ctx context.Context, clips [][]float32, threads int) 
 	for b := range clips {
 		itemMax[b] = math.Inf(-1)
 		for _, m := range unitMax[firstUnit[b]:firstUnit[b+1]] {
-			itemMax[b] = math.Max(itemMax[b], m)
+			if m > itemMax[b] {
+				itemMax[b] = m
+			}
 		}
 	}
 	const melChunk = 16
@@ -220,6 +222,7 @@ type scratch struct {
 	frame []float64 // [n_fft]; zero outside the window, which is all that is rewritten
 	power []float64 // [n_fft/2+1]
 	mel   []float64 // [n_mels]
+	block []float32 // [frameChunk * n_mels] staged log-mel values
 	fft   *rfftScratch
 }
 
@@ -228,37 +231,54 @@ func (f *Frontend) newScratch() *scratch {
 		frame: make([]float64, f.cfg.NFFT),
 		power: make([]float64, f.cfg.NFFT/2+1),
 		mel:   make([]float64, f.cfg.NumMels),
+		block: make([]float32, frameChunk*f.cfg.NumMels),
 		fft:   f.fft.newScratch(),
 	}
 }
 
-// logMelFrames writes the log-mel values of frames [t0, t1) of clip x into
-// item (the item's slice of the output, rows of `frames`) and returns their
-// maximum.
+// logMelFrames writes the log-mel values of frames [t0, t1) (at most
+// frameChunk) of clip x into item (the item's slice of the output, rows of
+// `frames`) and returns their maximum. Values are staged in sc.block so that
+// the mel_time layout is written as runs of consecutive frames per mel bin.
 func (f *Frontend) logMelFrames(x []float32, g geometry, t0, t1 int, item []float32, frames int, sc *scratch) float64 {
 	c := &f.cfg
 	nm := c.NumMels
+	log10 := c.Normalize == PerUtterance || c.Normalize == Global
+	floor, scale, guard := logGuard, 1.0, logGuard
+	switch {
+	case log10:
+		floor, scale, guard = log10Floor, 1/math.Ln10, 0
+	case c.LogClampMin > 0:
+		floor, guard = c.LogClampMin, 0
+	}
 	mx := math.Inf(-1)
+	block := sc.block[:(t1-t0)*nm]
 	for t := t0; t < t1; t++ {
 		f.fillFrame(x, g, t, sc.frame)
 		f.fft.power(sc.frame, sc.power, sc.fft)
 		f.bank.apply(sc.power, sc.mel)
+		row := block[(t-t0)*nm : (t-t0+1)*nm]
 		for m, v := range sc.mel {
-			var y float64
-			switch {
-			case c.Normalize == PerUtterance || c.Normalize == Global:
-				y = math.Log10(math.Max(v, log10Floor))
-			case c.LogClampMin > 0:
-				y = math.Log(math.Max(v, c.LogClampMin))
-			default:
-				y = math.Log(v + logGuard)
+			// log10: log10(max(v, 1e-10)); ln: ln(v + 2^-24) or ln(max(v, log_clamp_min)).
+			v += guard
+			if v < floor {
+				v = floor
 			}
-			mx = math.Max(mx, y)
-			if c.Layout == TimeMel {
-				item[t*nm+m] = float32(y)
-			} else {
-				item[m*frames+t] = float32(y)
+			y := ln(v) * scale
+			if y > mx {
+				mx = y
 			}
+			row[m] = float32(y)
+		}
+	}
+	if c.Layout == TimeMel {
+		copy(item[t0*nm:t1*nm], block)
+		return mx
+	}
+	for m := 0; m < nm; m++ {
+		dst := item[m*frames+t0 : m*frames+t1]
+		for i := range dst {
+			dst[i] = block[i*nm+m]
 		}
 	}
 	return mx
@@ -316,45 +336,44 @@ func (f *Frontend) sample(x []float32, g geometry, i int) float64 {
 }
 
 // normalize applies the post-log normalisation to mel bins [m0, m1) of one
-// item's computed frames.
+// item's computed frames. Bin m's value at frame t is item[m*ms + t*ts].
 func (f *Frontend) normalize(item []float32, frames int, g geometry, itemMax float64, m0, m1 int) {
 	c := &f.cfg
-	nm := c.NumMels
-	at := func(m, t int) *float32 {
-		if c.Layout == TimeMel {
-			return &item[t*nm+m]
-		}
-		return &item[m*frames+t]
+	ms, ts := frames, 1
+	if c.Layout == TimeMel {
+		ms, ts = 1, c.NumMels
 	}
+	n := g.computed
 	switch c.Normalize {
 	case PerUtterance, Global:
-		floor := itemMax - clampRange
+		floor := float32(itemMax - clampRange)
 		if c.Normalize == Global {
-			floor = c.GlobalLogMelMax - clampRange
+			floor = float32(c.GlobalLogMelMax - clampRange)
 		}
 		for m := m0; m < m1; m++ {
-			for t := 0; t < g.computed; t++ {
-				p := at(m, t)
-				*p = float32((math.Max(float64(*p), floor) + 4) / 4)
+			for i, t := m*ms, 0; t < n; i, t = i+ts, t+1 {
+				v := item[i]
+				if v < floor {
+					v = floor
+				}
+				item[i] = (v + 4) / 4
 			}
 		}
 	case PerFeature:
-		n := g.computed
 		for m := m0; m < m1; m++ {
 			var sum float64
-			for t := 0; t < n; t++ {
-				sum += float64(*at(m, t))
+			for i, t := m*ms, 0; t < n; i, t = i+ts, t+1 {
+				sum += float64(item[i])
 			}
 			mean := sum / float64(n)
 			var ss float64
-			for t := 0; t < n; t++ {
-				d := float64(*at(m, t)) - mean
+			for i, t := m*ms, 0; t < n; i, t = i+ts, t+1 {
+				d := float64(item[i]) - mean
 				ss += d * d
 			}
 			inv := 1 / (math.Sqrt(ss/float64(n-1)) + stdEpsilon)
-			for t := 0; t < n; t++ {
-				p := at(m, t)
-				*p = float32((float64(*p) - mean) * inv)
+			for i, t := m*ms, 0; t < n; i, t = i+ts, t+1 {
+				item[i] = float32((float64(item[i]) - mean) * inv)
 			}
 		}
 	}
