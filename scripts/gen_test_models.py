@@ -10,6 +10,8 @@ Writes into runtime/onnx/testdata/ (run from the repository root):
                  Linear(32->29), LogSoftmax; T' = floor((T-1)/2)+1 applied twice.
   w2v_ctc.onnx   wav2vec2 signature: input_values f32 [B, N] -> logits f32 [B, T', 32]
                  Conv1d(1->16, k400, s320) GELU(tanh), Linear(16->32); T' = floor((N-400)/320)+1.
+  w2v_mask_ctc.onnx  w2v_ctc.onnx with an attention_mask i64 [B, N] input
+                 that shifts the masked samples by +5 before the conv.
   f64_ctc.onnx   the NeMo names with the wrong dtype (audio_signal f64), for the
                  I/O validation tests.
   nemo_*.npy, w2v_*.npy  inputs and the outputs numpy computes for them
@@ -195,6 +197,29 @@ def w2v_graph(w):
         [init(k, v) for k, v in w.items()] + [init(k, v) for k, v in consts.items()])
 
 
+def w2v_mask_graph(w):
+    """w2v_graph behind input_values + 5 * (1 - attention_mask): the padding
+    the mask marks is shifted, so a wrong mask changes the output."""
+    g = w2v_graph(w)
+    g.name = "tiny_wav2vec2_ctc_mask"
+    for n in g.node:
+        for i, x in enumerate(n.input):
+            if x == "input_values":
+                n.input[i] = "masked"
+    pre = [
+        helper.make_node("Cast", ["attention_mask"], ["maskf"], to=TensorProto.FLOAT),
+        helper.make_node("Sub", ["onef", "maskf"], ["inv"]),
+        helper.make_node("Mul", ["inv", "five"], ["shift"]),
+        helper.make_node("Add", ["input_values", "shift"], ["masked"]),
+    ]
+    nodes = pre + list(g.node)
+    del g.node[:]
+    g.node.extend(nodes)
+    g.initializer.append(init("five", np.array(5.0, np.float32)))
+    g.input.append(helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "samples"]))
+    return g
+
+
 def f64_graph():
     nodes = [
         helper.make_node("Cast", ["audio_signal"], ["f"], to=TensorProto.FLOAT),
@@ -232,6 +257,17 @@ blank_id: 0
 frame_stride: 0.04
 word_delimiter: "▁"
 """,
+    "w2v_mask": """name: tiny-wav2vec2-ctc-mask
+sample_rate: 16000
+normalize: per_utterance
+encoder:
+  file: ../w2v_mask_ctc.onnx
+  inputs:  {pcm: input_values, attention_mask: attention_mask}
+  outputs: {logits: logits}
+vocabulary: ../tokens32.txt
+frame_stride: 0.02
+word_delimiter: "\u2581"
+""",
     "w2v": """name: tiny-wav2vec2-ctc
 sample_rate: 16000
 normalize: per_utterance
@@ -260,6 +296,7 @@ def main():
     save_model(nemo_graph(nw), "nemo_ctc.onnx",
                {"model_type": "EncDecCTCModel", "vocab_size": str(V_NEMO), "subsampling_factor": "4"})
     save_model(w2v_graph(ww), "w2v_ctc.onnx", {"model_type": "wav2vec2"})
+    save_model(w2v_mask_graph(ww), "w2v_mask_ctc.onnx", {"model_type": "wav2vec2"})
     save_model(f64_graph(), "f64_ctc.onnx", {})
     write_tokens("tokens29.txt", V_NEMO)
     write_tokens("tokens32.txt", V_W2V)
@@ -291,6 +328,9 @@ def main():
     np.save(os.path.join(OUT, "w2v_normalized.npy"), norm)
     np.save(os.path.join(OUT, "w2v_logits.npy"), logits)
     np.save(os.path.join(OUT, "w2v_log_probs.npy"), log_softmax(logits.astype(np.float64)).astype(np.float32))
+    mask = (np.arange(n)[None, :] < plen[:, None]).astype(np.float32)
+    masked = w2v_ref(ww, norm + 5 * (1 - mask))
+    np.save(os.path.join(OUT, "w2v_mask_log_probs.npy"), log_softmax(masked.astype(np.float64)).astype(np.float32))
 
     torch_check(nw, ww, feats, norm)
     print("wrote", ", ".join(sorted(os.listdir(OUT))))

@@ -275,7 +275,7 @@ func (e *Encoder) Run(ctx context.Context, in runtime.Tensors) (runtime.Tensors,
 	if e.normalize == model.NormalizePerUtterance {
 		data = e.normalized(data, lengths, length)
 	}
-	values, err := e.inputValues(data, shape, lengths)
+	values, err := e.inputValues(data, shape, length, lengths)
 	defer func() {
 		for _, v := range values {
 			v.Destroy()
@@ -421,9 +421,10 @@ func (e *Encoder) normalized(x []float32, lengths []int64, n int) []float32 {
 	return out
 }
 
-// inputValues wraps the input data (no copy) and builds lengths and mask in
-// the model's integer types. The caller destroys the values, also on error.
-func (e *Encoder) inputValues(data []float32, shape runtime.Shape, lengths []int64) ([]ort.Value, error) {
+// inputValues wraps the input data (no copy) and builds lengths and the
+// [B, n] mask (n: frames or samples per item) in the model's integer types.
+// The caller destroys the values, also on error.
+func (e *Encoder) inputValues(data []float32, shape runtime.Shape, n int, lengths []int64) ([]ort.Value, error) {
 	dims := make(ort.Shape, len(shape))
 	for i, d := range shape {
 		dims[i] = int64(d)
@@ -442,8 +443,7 @@ func (e *Encoder) inputValues(data []float32, shape runtime.Shape, lengths []int
 		values = append(values, v)
 	}
 	if p := e.sig.inMask; p != nil {
-		b, n := shape[0], shape[1]
-		v, err := intTensor(p.info.DataType, ort.NewShape(int64(b), int64(n)), func(i int) int64 {
+		v, err := intTensor(p.info.DataType, ort.NewShape(int64(len(lengths)), int64(n)), func(i int) int64 {
 			if int64(i%n) < lengths[i/n] {
 				return 1
 			}

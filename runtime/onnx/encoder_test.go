@@ -73,6 +73,15 @@ func TestW2VGolden(t *testing.T) {
 	assert.Equal(t, before, pcm.F32(), "the caller's pcm must not be modified")
 }
 
+// The attention mask is built from the lengths (the model shifts what it
+// masks, so a wrong mask shows).
+func TestW2VAttentionMask(t *testing.T) {
+	enc := newEncoder(t, map[string]any{"model": "testdata/w2v_mask"})
+	out, err := enc.Run(context.Background(), runtime.Tensors{"pcm": load(t, "w2v_pcm.npy"), "lengths": load(t, "w2v_lengths.npy")})
+	require.NoError(t, err)
+	assertClose(t, load(t, "w2v_mask_log_probs.npy"), out["log_probs"], tol)
+}
+
 func TestW2VNormalizeOverride(t *testing.T) {
 	// Already normalised input with normalize=none gives the same result.
 	enc := newEncoder(t, map[string]any{"model": "testdata/w2v", "normalize": "none"})

@@ -29,7 +29,7 @@ type signature struct {
 	outLengths *port // optional
 	logits     bool  // output needs a log-softmax
 	layout     string
-	melAxis    int // axis of the mel dimension in features (1 or 2), 0 for pcm
+	melAxis    int // axis of the mel dimension in features (1 or 2), -1 for pcm
 	vocab      int // vocabulary size to check V against; 0 when unknown
 }
 
@@ -168,6 +168,7 @@ func newSignature(m *model.Manifest, ins, outs []ort.InputOutputInfo) (*signatur
 		output:     out[model.OutputLogProbs],
 		outLengths: out[model.OutputLengths],
 		layout:     m.Layout(),
+		melAxis:    -1,
 	}
 	if s.input == nil {
 		s.input = in[model.InputPCM]

@@ -44,6 +44,14 @@ def with_onnxruntime():
     w2v = ort.InferenceSession(os.path.join(TD, "w2v_ctc.onnx"), so, providers=["CPUExecutionProvider"])
     (lg,) = w2v.run(["logits"], {"input_values": load("w2v_normalized.npy")})
     check("w2v logits vs onnxruntime", load("w2v_logits.npy"), lg, 1e-4)
+    w2vm = ort.InferenceSession(os.path.join(TD, "w2v_mask_ctc.onnx"), so, providers=["CPUExecutionProvider"])
+    n = load("w2v_pcm.npy").shape[1]
+    mask = (np.arange(n)[None, :] < load("w2v_lengths.npy")[:, None]).astype(np.int64)
+    (lg,) = w2vm.run(["logits"], {"input_values": load("w2v_normalized.npy"), "attention_mask": mask})
+    lg = lg.astype(np.float64)
+    lg = lg - lg.max(-1, keepdims=True)
+    lg = lg - np.log(np.exp(lg).sum(-1, keepdims=True))
+    check("w2v_mask log_probs vs onnxruntime", load("w2v_mask_log_probs.npy"), lg, 1e-4)
 
 
 def with_transformers():
