@@ -235,7 +235,7 @@ func (e *Encoder) Close() error {
 
 // Run runs the model on a batch.
 //
-// Inputs: the model's input (in.InputName()) — "features" f32 [B, n_mels, T]
+// Inputs: the model's input (e.InputName()) — "features" f32 [B, n_mels, T]
 // (mel_time) or [B, T, n_mels] (time_mel), or "pcm" f32 [B, N] — and the
 // optional "lengths" i64 or i32 [B]: the valid frames (samples) of each item,
 // 1..T (1..N), all T (N) when absent; padding beyond them should be zero.

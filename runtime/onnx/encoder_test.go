@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -337,6 +338,22 @@ func TestCloseAndCancel(t *testing.T) {
 	require.NoError(t, e.Close(), "Close twice is fine")
 	_, err = e.Run(context.Background(), in)
 	assert.EqualError(t, err, "encoder is closed")
+}
+
+// A context cancelled during a run terminates it, and the next run works.
+func TestCancelDuringRun(t *testing.T) {
+	e, err := Open("testdata/w2v", Options{Threads: 1})
+	require.NoError(t, err)
+	defer e.Close()
+	big := runtime.Tensors{"pcm": randomF32(runtime.Shape{4, benchSamples}, 3)}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(time.Millisecond, cancel)
+	_, err = e.Run(ctx, big)
+	require.ErrorIs(t, err, context.Canceled)
+	t.Log(err)
+	out, err := e.Run(context.Background(), runtime.Tensors{"pcm": load(t, "w2v_normalized.npy")})
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Shape{2, 49, 32}, out["log_probs"].Shape())
 }
 
 func TestLogSoftmaxRows(t *testing.T) {
