@@ -45,12 +45,13 @@ var (
 // in professional use).
 const MaxSampleRate = 768000
 
-// maxBank bounds the filter bank (coefficients over all phases). Common rate
-// pairs need far less (44.1 kHz -> 16 kHz, QualityBest: 160 phases x 374
-// taps); a pair whose reduced ratio is almost coprime, such as 44101 -> 16000,
-// needs one phase per output sample of the reduced period and is refused
-// rather than allocating and computing tens of megabytes of coefficients.
-const maxBank = 1 << 22
+// maxBank bounds the filter bank (coefficients over all phases): 2M float32,
+// 8 MiB, 35 times what 44.1 kHz -> 16 kHz needs with QualityBest (160 phases
+// x 374 taps). A pair whose reduced ratio is almost coprime, such as
+// 44101 -> 16000, needs one phase per output sample of the reduced period
+// (16000 x 137 with QualityBest) and is refused rather than computing
+// millions of coefficients for one odd file.
+const maxBank = 1 << 21
 
 // parallelMin is the output length from which Resample spreads the work over
 // all cores.
@@ -105,22 +106,24 @@ func NewResampler(from, to int, q Quality) (*Resampler, error) {
 			from, to, r.down, r.up, est, maxBank)
 	}
 
-	// First pass: each phase's non-zero range, to size the bank.
+	// Each phase's non-zero taps: the contiguous m with |t| < zc, around
+	// c = width + down*i/up; located analytically, then settled exactly.
 	tAt := func(i, m int) float64 {
 		return base * (float64(m-width)/float64(r.down) - float64(i)/float64(r.up))
 	}
+	inside := func(i, m int) bool { return math.Abs(tAt(i, m)) < zc }
+	half := zc * float64(r.down) / base
 	lo := make([]int, r.up)
 	hi := make([]int, r.up)
 	for i := range r.up {
-		lo[i], hi[i] = span, 0
-		for m := range span {
-			if math.Abs(tAt(i, m)) < zc {
-				lo[i] = min(lo[i], m)
-				hi[i] = max(hi[i], m+1)
-			}
+		c := float64(width) + float64(r.down)*float64(i)/float64(r.up)
+		lo[i] = max(0, int(math.Floor(c-half))-1)
+		for lo[i] < span-1 && !inside(i, lo[i]) {
+			lo[i]++
 		}
-		if hi[i] <= lo[i] { // cannot happen for valid q: t=0 lies in every phase's span
-			lo[i], hi[i] = width, width+1
+		hi[i] = min(span, int(math.Ceil(c+half))+2)
+		for hi[i] > lo[i]+1 && !inside(i, hi[i]-1) {
+			hi[i]--
 		}
 		r.ntaps = max(r.ntaps, hi[i]-lo[i])
 	}
