@@ -353,11 +353,36 @@ func (e *Encoder) checkInput(in runtime.Tensors) (*runtime.Tensor, error) {
 	return x, nil
 }
 
+// firstNonFinite returns the index of the first NaN or ±Inf in xs. It scans
+// branch-free in chunks and looks for the index only in a chunk that has
+// one: a float32 is not finite exactly when its exponent bits are all ones,
+// and then (bits & expMask) + expLSB carries into bit 31.
 func firstNonFinite(xs []float32) (int, bool) {
-	for i, v := range xs {
-		// v-v is NaN exactly for NaN and ±Inf.
-		if v-v != 0 {
-			return i, true
+	const (
+		chunk   = 1024
+		expMask = 0x7f800000
+		expLSB  = 0x00800000
+		flag    = 0x80000000
+	)
+	for start := 0; start < len(xs); start += chunk {
+		c := xs[start:min(start+chunk, len(xs))]
+		var a0, a1, a2, a3 uint32
+		i := 0
+		for ; i+4 <= len(c); i += 4 {
+			a0 |= math.Float32bits(c[i])&expMask + expLSB
+			a1 |= math.Float32bits(c[i+1])&expMask + expLSB
+			a2 |= math.Float32bits(c[i+2])&expMask + expLSB
+			a3 |= math.Float32bits(c[i+3])&expMask + expLSB
+		}
+		for ; i < len(c); i++ {
+			a0 |= math.Float32bits(c[i])&expMask + expLSB
+		}
+		if (a0|a1|a2|a3)&flag != 0 {
+			for j, v := range c {
+				if math.Float32bits(v)&expMask == expMask {
+					return start + j, true
+				}
+			}
 		}
 	}
 	return 0, false

@@ -364,3 +364,40 @@ func TestLogSoftmaxRows(t *testing.T) {
 	// Large magnitudes stay finite (the max is subtracted first).
 	assert.InDeltaSlice(t, []float64{-2000 - math.Ln2, -math.Ln2, -math.Ln2}, []float64{float64(row[3]), float64(row[4]), float64(row[5])}, 1e-4)
 }
+
+func TestFirstNonFinite(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	for _, n := range []int{0, 1, 3, 4, 5, 1023, 1024, 1025, 5000} {
+		xs := make([]float32, n)
+		for i := range xs {
+			xs[i] = float32(i%13) - 6 + 1e30*float32(i%2) // large but finite
+		}
+		_, ok := firstNonFinite(xs)
+		assert.False(t, ok, "n=%d all finite", n)
+		for _, at := range []int{0, n / 2, n - 1} {
+			if n == 0 {
+				continue
+			}
+			for _, bad := range []float32{nan, inf, -inf} {
+				ys := append([]float32(nil), xs...)
+				ys[at] = bad
+				if at+1 < n {
+					ys[n-1] = nan // a later one must not win
+				}
+				i, ok := firstNonFinite(ys)
+				assert.True(t, ok)
+				assert.Equal(t, at, i, "n=%d at=%d bad=%v", n, at, bad)
+			}
+		}
+	}
+}
+
+func BenchmarkFirstNonFinite(b *testing.B) {
+	xs := randomF32(runtime.Shape{128 * benchFrames}, 4).F32()
+	b.SetBytes(int64(4 * len(xs)))
+	for b.Loop() {
+		if _, ok := firstNonFinite(xs); ok {
+			b.Fatal("finite input")
+		}
+	}
+}
