@@ -72,8 +72,7 @@ const parallelMin = 1 << 16
 //
 // A Resampler is immutable and safe for concurrent use.
 type Resampler struct {
-	from, to int
-	up, down int // to/g and from/g
+	up, down int // to/g and from/g, g = gcd(from, to)
 	ntaps    int
 	bank     []float32 // up phases of ntaps coefficients each
 	start    []int     // per phase: first input index relative to k*down
@@ -91,7 +90,7 @@ func NewResampler(from, to int, q Quality) (*Resampler, error) {
 		return nil, fmt.Errorf("audio: invalid resampler quality %+v: want ZeroCrossings >= 1, Rolloff in (0, 1], Beta in [0, 50]", q)
 	}
 	g := gcd(from, to)
-	r := &Resampler{from: from, to: to, up: to / g, down: from / g}
+	r := &Resampler{up: to / g, down: from / g}
 	if from == to {
 		return r, nil
 	}
