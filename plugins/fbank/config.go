@@ -129,9 +129,12 @@ type preset struct {
 	source string
 }
 
-var presets = map[string]preset{}
+// presets is built by a variable initialiser (not init) so that the op's
+// parameter list, itself a package variable, sees every name.
+var presets = buildPresets()
 
-func init() {
+func buildPresets() map[string]preset {
+	presets := map[string]preset{}
 	whisper := Config{SampleRate: 16000, GlobalLogMelMax: 1.5, NFFT: 400, WinLength: 400, HopLength: 160, FMax: 8000,
 		PadMode: PadReflect, WindowType: HannPeriodic, Normalize: PerUtterance, ValidFrames: ValidSTFT, Layout: MelTime}
 	parakeet := Config{SampleRate: 16000, GlobalLogMelMax: 1.5, NFFT: 512, WinLength: 400, HopLength: 160, PreEmphasis: 0.97, FMax: 8000,
@@ -150,6 +153,7 @@ func init() {
 		presets[fmt.Sprintf("nemo-legacy-%d", mels)] = preset{l, "NeMo < 2.5 FilterbankFeatures as exported in nemo128.onnx: " +
 			"as parakeet but reflect pad and N/hop+1 valid frames"}
 	}
+	return presets
 }
 
 // Presets lists the preset names, sorted.
