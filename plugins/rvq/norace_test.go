@@ -1,0 +1,5 @@
+//go:build !race
+
+package rvq
+
+const raceEnabled = false
