@@ -61,3 +61,24 @@ func BenchmarkFbank30s(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRealPower is one frame's power spectrum at the preset sizes.
+func BenchmarkRealPower(b *testing.B) {
+	for _, n := range []int{400, 512} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			pl, err := newRFFTPlan(n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			x := make([]float64, n)
+			for i := range x {
+				x[i] = float64(i%17) - 8
+			}
+			out := make([]float64, n/2+1)
+			sc := pl.newScratch()
+			for b.Loop() {
+				pl.power(x, out, sc)
+			}
+		})
+	}
+}

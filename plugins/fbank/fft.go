@@ -30,9 +30,14 @@ type cfftStage struct {
 	roots []complex128
 }
 
-// factorize splits n into radices, 4s first, then 2, 3, 5 and remaining primes.
+// factorize splits n into radices: 8s first, then 4s, 2, 3, 5 and the
+// remaining primes.
 func factorize(n int) []int {
 	var f []int
+	for n%8 == 0 {
+		f = append(f, 8)
+		n /= 8
+	}
 	for n%4 == 0 {
 		f = append(f, 4)
 		n /= 4
@@ -97,6 +102,8 @@ func (pl *cfftPlan) transform(x, work, scratch []complex128) []complex128 {
 	for i := range pl.stages {
 		st := &pl.stages[i]
 		switch st.p {
+		case 8:
+			st.radix8(src, dst)
 		case 4:
 			st.radix4(src, dst)
 		case 2:
@@ -133,6 +140,7 @@ const (
 	cos144 = -0.80901699437494742410
 	sin72  = 0.95105651629515357212
 	sin144 = 0.58778525229247312917
+	sqrt12 = 0.70710678118654752440 // 1/√2
 )
 
 func bf3(a0, a1, a2 complex128) (b0, b1, b2 complex128) {
@@ -188,6 +196,34 @@ func (st *cfftStage) radix4(src, dst []complex128) {
 		for k := range in0 {
 			b0, b1, b2, b3 := bf4(in0[k], in1[k], in2[k], in3[k])
 			out0[k], out1[k], out2[k], out3[k] = b0, b1*w1, b2*w2, b3*w3
+		}
+	}
+}
+
+// radix8 is DFT_8 = two DFT_4 (even and odd inputs) joined by the e^{-2πik/8}
+// factors, written out once for every stride like radix5.
+func (st *cfftStage) radix8(src, dst []complex128) {
+	m, s := st.m, st.s
+	sm := s * m
+	src, dst = src[:8*sm], dst[:8*sm]
+	for q := 0; q < m; q++ {
+		tw := st.tw[7*q : 7*q+7]
+		for k := 0; k < s; k++ {
+			i, o := s*q+k, 8*s*q+k
+			e0, e1, e2, e3 := bf4(src[i], src[i+2*sm], src[i+4*sm], src[i+6*sm])
+			o0, o1, o2, o3 := bf4(src[i+sm], src[i+3*sm], src[i+5*sm], src[i+7*sm])
+			// o1·e^{-iπ/4}, o2·(-i), o3·e^{-3iπ/4}
+			o1 = complex(sqrt12*(real(o1)+imag(o1)), sqrt12*(imag(o1)-real(o1)))
+			o2 = complex(imag(o2), -real(o2))
+			o3 = complex(sqrt12*(imag(o3)-real(o3)), -sqrt12*(real(o3)+imag(o3)))
+			dst[o] = e0 + o0
+			dst[o+s] = (e1 + o1) * tw[0]
+			dst[o+2*s] = (e2 + o2) * tw[1]
+			dst[o+3*s] = (e3 + o3) * tw[2]
+			dst[o+4*s] = (e0 - o0) * tw[3]
+			dst[o+5*s] = (e1 - o1) * tw[4]
+			dst[o+6*s] = (e2 - o2) * tw[5]
+			dst[o+7*s] = (e3 - o3) * tw[6]
 		}
 	}
 }

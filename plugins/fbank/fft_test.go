@@ -24,7 +24,7 @@ func naiveDFT(x []complex128) []complex128 {
 	return out
 }
 
-var fftSizes = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 25, 30, 49, 64, 97, 100, 121, 128, 143, 200, 256, 384, 400, 512, 1000}
+var fftSizes = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 24, 25, 30, 40, 49, 64, 97, 100, 121, 128, 143, 200, 256, 384, 400, 512, 1000, 1024}
 
 func TestComplexFFTMatchesDFT(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -74,7 +74,7 @@ func TestFactorize(t *testing.T) {
 		n    int
 		want []int
 	}{
-		{1, nil}, {200, []int{4, 2, 5, 5}}, {256, []int{4, 4, 4, 4}}, {97, []int{97}},
+		{1, nil}, {200, []int{8, 5, 5}}, {256, []int{8, 8, 4}}, {97, []int{97}}, {32, []int{8, 4}},
 		{143, []int{11, 13}}, {2 * 49, []int{2, 7, 7}}, {9 * 17 * 17, []int{3, 3, 17, 17}},
 	} {
 		require.Equal(t, tc.want, factorize(tc.n), "n=%d", tc.n)
