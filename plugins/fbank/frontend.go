@@ -113,9 +113,6 @@ func (f *Frontend) Compute(ctx context.Context, clips [][]float32, threads int) 
 		if err != nil {
 			return nil, &ClipError{b, err}
 		}
-		if i, ok := firstNonFinite(x[:g.real]); ok {
-			return nil, &ClipError{b, fmt.Errorf("sample %d is %v, want finite samples", i, x[i])}
-		}
 		geo[b] = g
 		out.Frames = max(out.Frames, g.emit)
 		out.Lengths[b] = int64(g.valid)
@@ -126,6 +123,23 @@ func (f *Frontend) Compute(ctx context.Context, clips [][]float32, threads int) 
 	}
 	if len(clips) == 0 {
 		return out, nil
+	}
+	// Phase 0: every sample the STFT reads must be finite (items in parallel).
+	bad := make([]error, len(clips))
+	err := parallel(ctx, len(clips), threads, func() func(int) {
+		return func(b int) {
+			if i, ok := firstNonFinite(clips[b][:geo[b].real]); ok {
+				bad[b] = &ClipError{b, fmt.Errorf("sample %d is %v, want finite samples", i, clips[b][i])}
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range bad {
+		if e != nil {
+			return nil, e
+		}
 	}
 	out.Data = make([]float32, len(clips)*out.Frames*c.NumMels)
 
@@ -141,7 +155,7 @@ func (f *Frontend) Compute(ctx context.Context, clips [][]float32, threads int) 
 	}
 	firstUnit[len(clips)] = len(units)
 	unitMax := make([]float64, len(units))
-	err := parallel(ctx, len(units), threads, func() func(int) {
+	err = parallel(ctx, len(units), threads, func() func(int) {
 		sc := f.newScratch()
 		return func(u int) {
 			un := units[u]
