@@ -53,7 +53,11 @@ type block struct{ b, t0, t1 int }
 
 // blocks cuts the valid frames into blocks of at most blockFrames frames.
 func (bt Batch) blocks() []block {
-	var out []block
+	n := 0
+	for b := 0; b < bt.B; b++ {
+		n += (bt.valid(b) + blockFrames - 1) / blockFrames
+	}
+	out := make([]block, 0, n)
 	for b := 0; b < bt.B; b++ {
 		n := bt.valid(b)
 		for t := 0; t < n; t += blockFrames {

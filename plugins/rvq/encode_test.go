@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -355,4 +356,31 @@ func TestEncodeDecodeErrors(t *testing.T) {
 	}
 	// Codes on padded frames are ignored.
 	require.NoError(t, cb.Decode(ctx, []int32{0, 0, 9, 9, 0, 0, 0, 0}, Batch{B: 2, T: 2, Lengths: []int{1, 2}}, make([]float32, 8)))
+}
+
+// Encode and Decode allocate per call and per worker, never per frame or
+// per block: the count does not grow with the number of frames.
+func TestNoPerFrameAllocation(t *testing.T) {
+	const nq, k, d = 2, 32, 8
+	workers := runtime.GOMAXPROCS(0)
+	allocs := func(frames int) (enc, dec float64) {
+		books, x, _ := synth(rand.New(rand.NewPCG(1, 2)), frames, nq, k, d)
+		cb, err := NewCodebooksBF16(d, books...)
+		require.NoError(t, err)
+		codes, q := make([]int32, frames*nq), make([]float32, frames*d)
+		bt := Batch{B: 1, T: frames}
+		enc = testing.AllocsPerRun(5, func() { require.NoError(t, cb.Encode(context.Background(), x, bt, codes, q)) })
+		dec = testing.AllocsPerRun(5, func() { require.NoError(t, cb.Decode(context.Background(), codes, bt, q)) })
+		return enc, dec
+	}
+	// Both sizes give every worker several blocks (with one block each, a
+	// worker may finish before the next starts and the goroutine count, so
+	// the runtime's own allocations, can differ).
+	e1, d1 := allocs(blockFrames * workers * 5)
+	e2, d2 := allocs(blockFrames * workers * 50)
+	// 45*workers more blocks and 4320*workers more frames: one allocation
+	// per block or frame would show; a few runtime-internal ones (goroutine
+	// scheduling, the race detector) may not be exactly repeatable.
+	assert.InDelta(t, e1, e2, 4, "Encode allocations grow with frames")
+	assert.InDelta(t, d1, d2, 4, "Decode allocations grow with frames")
 }
