@@ -209,19 +209,19 @@ func (r *Resampler) run(out, x []float32, first int) {
 	}
 }
 
-// dot is the inner product of two equal-length slices, four partial sums.
+// dot is the inner product of a and b over their common length, in four
+// partial sums (the loop is free of bounds checks).
 func dot(a, b []float32) float32 {
-	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
-	k := 0
-	for ; k+4 <= len(a); k += 4 {
-		s0 += a[k] * b[k]
-		s1 += a[k+1] * b[k+1]
-		s2 += a[k+2] * b[k+2]
-		s3 += a[k+3] * b[k+3]
+	for len(a) >= 4 && len(b) >= 4 {
+		s0 += a[0] * b[0]
+		s1 += a[1] * b[1]
+		s2 += a[2] * b[2]
+		s3 += a[3] * b[3]
+		a, b = a[4:], b[4:]
 	}
-	for ; k < len(a); k++ {
-		s0 += a[k] * b[k]
+	for i := 0; i < len(a) && i < len(b); i++ {
+		s0 += a[i] * b[i]
 	}
 	return (s0 + s1) + (s2 + s3)
 }
