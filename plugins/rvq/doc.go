@@ -59,7 +59,8 @@
 // residuals stay resident in cache across all Q stages; each stage streams
 // the codebook, packed at preparation time into panels of panelWidth
 // codewords stored dimension-major, through a register-blocked micro-kernel
-// (AVX2+FMA assembly on amd64, portable Go elsewhere) that keeps a running
-// (min, argmin) per lane so that no distance row is ever written out. Work
-// buffers are allocated once per worker per call, never per frame.
+// (AVX-512 or AVX2+FMA assembly on amd64, chosen at init; portable Go
+// elsewhere) that keeps a running (min, argmin) per lane so that no distance
+// row is ever written out. Work buffers are allocated once per worker per
+// call, never per frame.
 package rvq

@@ -12,7 +12,7 @@ import (
 // blockFrames is the number of frames one worker quantises through all
 // stages at a time (a multiple of kernelRows). Their residuals (blockFrames*D
 // float32) stay in L2 while each stage's codebook streams past.
-const blockFrames = 16 * kernelRows
+const blockFrames = 8 * kernelRows
 
 // Batch is the frame layout shared by x, codes and quantized: B items of T
 // frames, row-major (frame t of item b is row b*T+t). Lengths, when non-nil,

@@ -1,7 +1,7 @@
 package rvq
 
 // kernelRows is the number of frames the micro-kernel handles per call.
-const kernelRows = 6
+const kernelRows = 12
 
 // kernelFunc is the distance micro-kernel. For the kernelRows frames of res
 // (row-major, row stride dim) and the panelWidth codewords of panel

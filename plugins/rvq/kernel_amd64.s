@@ -85,3 +85,79 @@ loop:
 	FOLD(Y11, Y13, 352, 32)
 	VZEROUPPER
 	RET
+
+// FOLD512 turns accumulator acc (16 lanes of dot products) of row i into
+// scores Z12 - acc (Z12: halfNorm) and stores, where score < best (strictly),
+// the score into off(AX) and the index (Z13) into off(BX), by mask K1.
+#define FOLD512(acc, off) \
+	VSUBPS acc, Z12, acc; \
+	VCMPPS $1, off(AX), acc, K1; \
+	VMOVUPS acc, K1, off(AX); \
+	VMOVDQU32 Z13, K1, off(BX)
+
+// func dot12x16(res *float32, dim int, panel, halfNorm, best *float32, bidx *int32, idx *[16]int32)
+//
+// Rows 0-5 of res are addressed from SI, rows 6-11 from R13 = SI + 6 rows.
+// Accumulator of row i: Zi.
+TEXT ·dot12x16(SB), NOSPLIT, $0-56
+	MOVQ res+0(FP), SI
+	MOVQ dim+8(FP), CX
+	MOVQ panel+16(FP), DI
+	MOVQ CX, DX
+	SHLQ $2, DX
+	LEAQ (DX)(DX*2), R8
+	LEAQ (DX)(DX*4), R9
+	LEAQ (SI)(R8*2), R13
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+
+loop512:
+	VMOVUPS (DI), Z12
+	VFMADD231PS.BCST (SI), Z12, Z0
+	VFMADD231PS.BCST (SI)(DX*1), Z12, Z1
+	VFMADD231PS.BCST (SI)(DX*2), Z12, Z2
+	VFMADD231PS.BCST (SI)(R8*1), Z12, Z3
+	VFMADD231PS.BCST (SI)(DX*4), Z12, Z4
+	VFMADD231PS.BCST (SI)(R9*1), Z12, Z5
+	VFMADD231PS.BCST (R13), Z12, Z6
+	VFMADD231PS.BCST (R13)(DX*1), Z12, Z7
+	VFMADD231PS.BCST (R13)(DX*2), Z12, Z8
+	VFMADD231PS.BCST (R13)(R8*1), Z12, Z9
+	VFMADD231PS.BCST (R13)(DX*4), Z12, Z10
+	VFMADD231PS.BCST (R13)(R9*1), Z12, Z11
+	ADDQ $4, SI
+	ADDQ $4, R13
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  loop512
+
+	MOVQ halfNorm+24(FP), R11
+	MOVQ best+32(FP), AX
+	MOVQ bidx+40(FP), BX
+	MOVQ idx+48(FP), R10
+	VMOVUPS (R11), Z12
+	VMOVDQU32 (R10), Z13
+	FOLD512(Z0, 0)
+	FOLD512(Z1, 64)
+	FOLD512(Z2, 128)
+	FOLD512(Z3, 192)
+	FOLD512(Z4, 256)
+	FOLD512(Z5, 320)
+	FOLD512(Z6, 384)
+	FOLD512(Z7, 448)
+	FOLD512(Z8, 512)
+	FOLD512(Z9, 576)
+	FOLD512(Z10, 640)
+	FOLD512(Z11, 704)
+	VZEROUPPER
+	RET
