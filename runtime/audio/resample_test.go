@@ -272,3 +272,34 @@ func TestBesselI0(t *testing.T) {
 		assert.InEpsilon(t, c.want, besselI0(c.x), 1e-14, "I0(%v)", c.x)
 	}
 }
+
+// TestResampleCache: Resample reuses filter banks and keeps at most
+// cacheSize of them, concurrently safe.
+func TestResampleCache(t *testing.T) {
+	x := noise(1000)
+	want, err := NewResampler(44100, 16000, QualityBest)
+	require.NoError(t, err)
+	wantY, err := want.Resample(x)
+	require.NoError(t, err)
+	done := make(chan []float32)
+	for range 4 {
+		go func() {
+			y, err := Resample(x, 44100, 16000)
+			assert.NoError(t, err)
+			done <- y
+		}()
+	}
+	for range 4 {
+		assert.Equal(t, wantY, <-done)
+	}
+	r1, _ := cachedResampler(44100, 16000)
+	r2, _ := cachedResampler(44100, 16000)
+	assert.Same(t, r1, r2)
+	for from := 1000; from <= 1000*3*cacheSize; from += 1000 {
+		_, err := Resample(x[:10], from, 16000)
+		require.NoError(t, err)
+		cache.Lock()
+		assert.LessOrEqual(t, len(cache.m), cacheSize)
+		cache.Unlock()
+	}
+}
