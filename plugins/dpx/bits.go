@@ -1,0 +1,35 @@
+package dpx
+
+// bits2 is a matrix of 2-bit values (backpointers 0, 1 or 2), rows of
+// words uint64 each: element s of a row lives in word s/32 at bit 2*(s%32).
+type bits2 struct {
+	words int
+	data  []uint64
+}
+
+// reset shapes m to rows x width, reusing its memory when large enough.
+// Contents are unspecified; writers fill what readers read.
+func (m *bits2) reset(rows, width int) {
+	m.words = (width + 31) / 32
+	n := rows * m.words
+	if cap(m.data) < n {
+		m.data = make([]uint64, n)
+	}
+	m.data = m.data[:n]
+}
+
+// row returns row r.
+func (m *bits2) row(r int) []uint64 { return m.data[r*m.words : (r+1)*m.words] }
+
+// get2 returns element s of a row.
+func get2(row []uint64, s int) int { return int(row[s>>5]>>(uint(s&31)*2)) & 3 }
+
+// set2 stores v (0..3) as element s of a row.
+func set2(row []uint64, s int, v uint64) {
+	sh := uint(s&31) * 2
+	w := &row[s>>5]
+	*w = *w&^(3<<sh) | v<<sh
+}
+
+// bytesPerRow is the memory of one row of width states.
+func bits2RowBytes(width int) int64 { return int64((width+31)/32) * 8 }
