@@ -26,6 +26,10 @@ gives the same codes and a quantized within 1e-6 relative Frobenius;
 torch.cdist (no expansion of the square) gives the same codes.
 
 The go tests read these files from plugins/rvq/testdata/golden.
+
+With --bench it instead times the torch reference (the peer of the Go
+benchmark) at the seed's measure-quick shapes on each device of --bench-devices
+and prints GFLOP/s with the seed's FLOP count 2*Q*B*T*K*D.
 """
 import argparse
 import hashlib
@@ -129,12 +133,65 @@ def fail(msg):
     sys.exit(1)
 
 
+# The seed's measure-quick shapes (B, T, Q, K, D).
+QUICK_SHAPES = [(8, 1024, 8, 1024, 128), (4, 2048, 4, 512, 256), (16, 512, 8, 1024, 128)]
+
+
+def bench(devices, repeats):
+    """Times reference() (without its margin bookkeeping) per quick shape."""
+    import time
+
+    def ref_only(x, codebooks):
+        B, T, D = x.shape
+        Q, K, _ = codebooks.shape
+        r = x.reshape(B * T, D).clone()
+        out = torch.zeros_like(r)
+        codes = torch.empty(B * T, Q, dtype=torch.int32, device=x.device)
+        for q in range(Q):
+            C = codebooks[q].float()
+            d = (r * r).sum(-1, keepdim=True) - 2.0 * (r @ C.t()) + (C * C).sum(-1).view(1, K)
+            j = d.argmin(dim=-1)
+            codes[:, q] = j.to(torch.int32)
+            sel = C[j]
+            r = r - sel
+            out = out + sel
+        return codes.view(B, T, Q), out.view(B, T, D)
+
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
+    for dev in devices:
+        for B, T, Q, K, D in QUICK_SHAPES:
+            x, cb = make_inputs(B, T, Q, K, D, 0, dev)
+            sync = torch.cuda.synchronize if dev.startswith("cuda") else (lambda: None)
+            ref_only(x, cb)
+            sync()
+            times = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                ref_only(x, cb)
+                sync()
+                times.append(time.perf_counter() - t0)
+            best = min(times)
+            flops = 2 * Q * B * T * K * D
+            print(f"torch-reference {dev} B={B} T={T} Q={Q} K={K} D={D}: best {best * 1e3:.1f} ms "
+                  f"of {repeats}, {flops / best / 1e9:.1f} GFLOP/s", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--bench", action="store_true", help="time the torch reference instead")
+    ap.add_argument("--bench-devices", default="cpu")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="torch CPU threads for --bench")
+    ap.add_argument("--out")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     args = ap.parse_args()
+    if args.bench:
+        torch.set_num_threads(args.threads)
+        bench(args.bench_devices.split(","), args.repeats)
+        return
+    if not args.out:
+        ap.error("--out is required")
     if args.device.startswith("cuda"):
         # The reference is fp32: no TF32 in the matmul.
         torch.backends.cuda.matmul.allow_tf32 = False
