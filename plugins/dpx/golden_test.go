@@ -35,6 +35,7 @@ func readManifest(t *testing.T) goldenManifest {
 	var m goldenManifest
 	require.NoError(t, json.Unmarshal(b, &m))
 	require.NotEmpty(t, m.CTC, "no CTC goldens: regenerate with scripts/golden/dpx.py on a host with torchaudio")
+	require.Regexp(t, `^2\.\d+`, m.Torchaudio, "CTC goldens must come from a real torchaudio")
 	require.NotEmpty(t, m.Viterbi)
 	require.NotEmpty(t, m.DTW)
 	return m
