@@ -1,0 +1,129 @@
+//go:build cuda
+
+package fbank
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/edgespeech/edge/runtime"
+	"github.com/edgespeech/edge/runtime/cuda"
+)
+
+// BenchmarkCUDAFbank times the fbank op on the GPU for 30 s clips of speech
+// (speech_a.wav repeated, each item at its own gain), batch 64 and 1,
+// Whisper-128 and Parakeet-128, with the pcm already on the device:
+//
+//   - ns/op: Instance.Run as a pipeline calls it (geometry upload, the
+//     kernels, and the synchronising 8-byte-per-item error check);
+//   - dev-us/op: device time of the queued work alone (CUDA events around
+//     the geometry upload and the kernels);
+//   - GB/s: the pcm read plus the features written, over dev-us/op (the
+//     memory-traffic floor; ~4.3 TB/s is the H200's measured copy rate).
+//
+// scripts/bench/fbank_gpu.py runs this next to the torch peer:
+//
+//	plugins_fbank.test -test.run '^$' -test.bench CUDAFbank -test.benchtime 200x
+func BenchmarkCUDAFbank(b *testing.B) {
+	be, err := openCUDA()
+	if err != nil {
+		b.Fatal(err)
+	}
+	x := clip30s(b)
+	for _, preset := range []string{"whisper-128", "parakeet-128"} {
+		for _, batch := range []int{64, 1} {
+			b.Run(fmt.Sprintf("%s/B%d", preset, batch), func(b *testing.B) {
+				pcm := make([]float32, batch*len(x))
+				for i := range batch {
+					g := 1 - float32(i)/float32(2*batch)
+					for j, v := range x {
+						pcm[i*len(x)+j] = g * v
+					}
+				}
+				host := runtime.Must(runtime.FromSlice(runtime.F32, runtime.Shape{batch, len(x)}, pcm))
+				dev, err := be.Upload(host)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer dev.Buffer().Free()
+				inst, err := runtime.New("fbank", map[string]any{"preset": preset}, be)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer inst.Close()
+				in := runtime.Tensors{"pcm": dev}
+				run := func() int64 {
+					out, err := inst.Run(context.Background(), in)
+					if err != nil {
+						b.Fatal(err)
+					}
+					f := out["features"]
+					_ = f.Buffer().Free()
+					return f.Bytes()
+				}
+				outBytes := run() // warm-up: module, pool, staging
+				op := cudaOpOf(b, preset, be)
+				lens := make([]int, batch)
+				for i := range lens {
+					lens[i] = len(x)
+				}
+				items, _, shape, frames, err := op.plan(lens)
+				if err != nil {
+					b.Fatal(err)
+				}
+				feats, err := be.Empty(runtime.F32, shape)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer feats.Buffer().Free()
+				pcmPtr, _ := cuda.Ptr(dev)
+
+				var devTime time.Duration
+				b.ResetTimer()
+				for b.Loop() {
+					run()
+					b.StopTimer()
+					d, err := be.Time(func() error {
+						var scratch []*cuda.Buffer
+						defer func() {
+							for _, s := range scratch {
+								_ = s.Free()
+							}
+						}()
+						_, err := op.enqueue(pcmPtr, int64(len(x)), items, feats, frames, &scratch)
+						return err
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					devTime += d
+					b.StartTimer()
+				}
+				perOp := devTime.Seconds() / float64(b.N)
+				b.ReportMetric(perOp*1e6, "dev-us/op")
+				b.ReportMetric(float64(host.Bytes()+outBytes)/perOp/1e9, "GB/s")
+			})
+		}
+	}
+}
+
+// cudaOpOf builds the op's CUDA implementation directly, for timing its
+// enqueue step alone.
+func cudaOpOf(b *testing.B, preset string, be *cuda.Backend) *cudaOp {
+	spec, err := runtime.Lookup("fbank")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := runtime.ResolveParams("fbank", spec.Params, map[string]any{"preset": preset})
+	if err != nil {
+		b.Fatal(err)
+	}
+	op, err := newCUDAOp(p, be)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = op.(*cudaOp).Close() })
+	return op.(*cudaOp)
+}

@@ -1,0 +1,391 @@
+//go:build cuda
+
+package fbank
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/edgespeech/edge/kernels"
+	"github.com/edgespeech/edge/runtime"
+	"github.com/edgespeech/edge/runtime/cuda"
+)
+
+// The cuda build adds a CUDA implementation to the registered fbank op: its
+// constructor runs the kernels of kernels/fbank.cu when the backend is a
+// *cuda.Backend and defers to the CPU constructor otherwise. This file's
+// init runs after op.go's (files initialise in name order), which registers
+// the op.
+func init() {
+	spec, err := runtime.Lookup("fbank")
+	if err != nil {
+		panic("fbank: cuda launcher: " + err.Error())
+	}
+	newCPU := spec.New
+	spec.New = func(p runtime.Params, b runtime.Backend) (runtime.Op, error) {
+		if cb, ok := b.(*cuda.Backend); ok {
+			return newCUDAOp(p, cb)
+		}
+		return newCPU(p, b)
+	}
+}
+
+// Launch geometry of fbank_logmel (kernels/fbank.cu).
+const (
+	cudaWarps     = 8
+	cudaThreads   = cudaWarps * 32
+	cudaMaxShared = 48 << 10 // bytes of dynamic shared memory without opting in
+	cudaModule    = "edge"
+)
+
+// Statistics modes of the kernels (enum Stats in fbank.cu).
+const (
+	statsNone    = 0
+	statsMax     = 1
+	statsMoments = 2
+)
+
+// cudaOp is the fbank op on a CUDA backend. Its tables (window, twiddles,
+// filterbank bands) live on the device from construction; Run takes the pcm
+// in device memory and returns device-resident features, copying to the host
+// only the per-item error words (8 bytes an item) and uploading the per-item
+// geometry (24 bytes an item).
+type cudaOp struct {
+	fe                  *Frontend
+	be                  *cuda.Backend
+	sms                 int
+	logmel, stats, norm *cuda.Kernel
+	window, twiddle     *cuda.Buffer
+	bands, weights      *cuda.Buffer
+
+	statsMode         int
+	fixedFloor        float64 // statsMax: NaN (per-item max) or the global floor
+	guard, floor, lg2 float64 // y = log2(max(mel + guard, floor)) · lg2
+}
+
+func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
+	cfg, err := ConfigFromParams(p)
+	if err != nil {
+		return nil, err
+	}
+	fe, err := NewFrontend(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.NFFT != 400 && cfg.NFFT != 512 {
+		return nil, fmt.Errorf("n_fft %d: the cuda kernels support 400 and 512 (use the cpu backend for other sizes)", cfg.NFFT)
+	}
+	if cudaShared(cfg.NFFT, cfg.NumMels, 1) > cudaMaxShared {
+		return nil, fmt.Errorf("num_mels %d: the cuda kernels support at most %d mel filters", cfg.NumMels, cudaMaxMels(cfg.NFFT))
+	}
+	image, _, err := kernels.Fatbin()
+	if err != nil {
+		return nil, err
+	}
+	mod, err := b.Module(cudaModule, image)
+	if err != nil {
+		return nil, err
+	}
+	o := &cudaOp{fe: fe, be: b, sms: b.Multiprocessors()}
+	for name, dst := range map[string]**cuda.Kernel{
+		fmt.Sprintf("fbank_logmel_n%d", cfg.NFFT): &o.logmel, "fbank_stats": &o.stats, "fbank_normalize": &o.norm,
+	} {
+		if *dst, err = mod.Kernel(name); err != nil {
+			return nil, err
+		}
+	}
+	if err := o.uploadTables(); err != nil {
+		_ = o.Close()
+		return nil, err
+	}
+	switch cfg.Normalize {
+	case PerUtterance:
+		o.statsMode, o.fixedFloor = statsMax, math.NaN()
+	case Global:
+		o.statsMode, o.fixedFloor = statsMax, cfg.GlobalLogMelMax-clampRange
+	case PerFeature:
+		o.statsMode = statsMoments
+	default:
+		o.statsMode = statsNone
+	}
+	// The CPU Frontend's log: log10(max(v, 1e-10)) | ln(max(v, c)) | ln(v + 2^-24).
+	o.guard, o.floor, o.lg2 = logGuard, logGuard, math.Ln2
+	switch {
+	case cfg.Normalize == PerUtterance || cfg.Normalize == Global:
+		o.guard, o.floor, o.lg2 = 0, log10Floor, math.Log10(2)
+	case cfg.LogClampMin > 0:
+		o.guard, o.floor = 0, cfg.LogClampMin
+	}
+	return o, nil
+}
+
+// cudaShared is fbank_logmel's dynamic shared memory: one N/2-point complex
+// buffer per warp and 8·fpw staged rows of n_mels+1 floats.
+func cudaShared(nFFT, nMels, fpw int) int {
+	return cudaWarps*(nFFT/2)*8 + cudaWarps*fpw*(nMels+1)*4
+}
+
+func cudaMaxMels(nFFT int) int { return (cudaMaxShared-cudaWarps*(nFFT/2)*8)/(cudaWarps*4) - 1 }
+
+// uploadTables puts the window (placed in the n_fft buffer), the twiddles
+// e^{-2πik/N} (float64 rounded once) and the sparse filterbank on the device.
+func (o *cudaOp) uploadTables() error {
+	fe, n := o.fe, o.fe.cfg.NFFT
+	win := make([]float32, n)
+	for j, w := range fe.window {
+		win[fe.winOff+j] = float32(w)
+	}
+	tw := make([]float32, 2*n)
+	for k := range n {
+		s, c := math.Sincos(-2 * math.Pi * float64(k) / float64(n))
+		tw[2*k], tw[2*k+1] = float32(c), float32(s)
+	}
+	bk := &fe.bank
+	bands := make([]int32, 3*bk.nMels)
+	for m := range bk.nMels {
+		bands[3*m], bands[3*m+1], bands[3*m+2] = int32(bk.start[m]), int32(bk.off[m+1]-bk.off[m]), int32(bk.off[m])
+	}
+	w := make([]float32, max(len(bk.w), 1))
+	for i, v := range bk.w {
+		w[i] = float32(v)
+	}
+	var err error
+	upload := func(dst **cuda.Buffer, src []byte) {
+		if err != nil {
+			return
+		}
+		if *dst, err = o.be.Malloc(int64(len(src))); err == nil {
+			err = o.be.HostToDevice((*dst).Ptr(), src)
+		}
+	}
+	upload(&o.window, cuda.Bytes(win))
+	upload(&o.twiddle, cuda.Bytes(tw))
+	upload(&o.bands, cuda.Bytes(bands))
+	upload(&o.weights, cuda.Bytes(w))
+	return err
+}
+
+// Close returns the op's device tables to the backend's pool.
+func (o *cudaOp) Close() error {
+	for _, b := range []*cuda.Buffer{o.window, o.twiddle, o.bands, o.weights} {
+		if b != nil {
+			_ = b.Free()
+		}
+	}
+	return nil
+}
+
+// Run computes the features of pcm (device memory, [N] or [B, N]) with the
+// optional host lengths. The features stay on the device; lengths are host.
+// A clip that is too short, or holds a NaN/Inf sample in its first
+// lengths[b] samples, gives the CPU op's *ClipError.
+func (o *cudaOp) Run(ctx context.Context, in runtime.Tensors) (runtime.Tensors, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	pcm := in["pcm"]
+	batch, n := 1, pcm.Shape()[0]
+	if pcm.Rank() == 2 {
+		batch, n = pcm.Shape()[0], pcm.Shape()[1]
+	}
+	if batch == 0 {
+		return nil, fmt.Errorf("input \"pcm\" has shape %v, want at least one item", pcm.Shape())
+	}
+	pcmPtr, err := cuda.Ptr(pcm)
+	if err != nil {
+		return nil, fmt.Errorf("input \"pcm\": %w", err)
+	}
+	lens := make([]int, batch)
+	for b := range lens {
+		lens[b] = n
+	}
+	if lt := in["lengths"]; lt != nil {
+		if lt.Shape()[0] != batch {
+			return nil, fmt.Errorf("input \"lengths\" has shape %v, want [%d] (one per pcm item)", lt.Shape(), batch)
+		}
+		for b, l := range lt.I64() {
+			if l < 0 || l > int64(n) {
+				return nil, fmt.Errorf("input \"lengths\"[%d] = %d, want 0..%d (the pcm row length)", b, l, n)
+			}
+			lens[b] = int(l)
+		}
+	}
+	items, lengths, shape, frames, err := o.plan(lens)
+	if err != nil {
+		return nil, err
+	}
+	feats, err := o.be.Empty(runtime.F32, shape)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.launch(pcmPtr, int64(n), items, feats, frames); err != nil {
+		_ = feats.Buffer().Free()
+		return nil, err
+	}
+	lt, err := runtime.FromSlice(runtime.I64, runtime.Shape{batch}, lengths)
+	if err != nil {
+		_ = feats.Buffer().Free()
+		return nil, err
+	}
+	return runtime.Tensors{"features": feats, "lengths": lt}, nil
+}
+
+// plan computes each clip's geometry (CPU rules) from its sample count: the
+// kernels' item rows {n, real, computed}, the lengths output, the
+// features' shape and its frame count.
+func (o *cudaOp) plan(lens []int) (items, lengths []int64, shape runtime.Shape, frames int, err error) {
+	c := &o.fe.cfg
+	items = make([]int64, 3*len(lens))
+	lengths = make([]int64, len(lens))
+	for b, l := range lens {
+		g, err := c.geometry(l)
+		if err != nil {
+			return nil, nil, nil, 0, &ClipError{b, err}
+		}
+		items[3*b], items[3*b+1], items[3*b+2] = int64(g.n), int64(g.real), int64(g.computed)
+		lengths[b] = int64(g.valid)
+		frames = max(frames, g.emit)
+	}
+	nm := c.NumMels
+	if int64(nm)*int64(frames) > math.MaxInt32 {
+		return nil, nil, nil, 0, fmt.Errorf("input \"pcm\" gives %d frames x %d mels per item, more than the cuda kernels index (2^31)", frames, nm)
+	}
+	shape = runtime.Shape{len(lens), nm, frames}
+	if c.Layout == TimeMel {
+		shape = runtime.Shape{len(lens), frames, nm}
+	}
+	return items, lengths, shape, frames, nil
+}
+
+// launch queues the kernels for one batch, then checks the samples: the
+// only synchronising step, a copy of one 8-byte error word per item.
+func (o *cudaOp) launch(pcm cuda.DevicePtr, stride int64, items []int64, feats *runtime.Tensor, frames int) error {
+	batch := len(items) / 3
+	var scratch []*cuda.Buffer
+	defer func() {
+		for _, s := range scratch {
+			_ = s.Free()
+		}
+	}()
+	bad, err := o.enqueue(pcm, stride, items, feats, frames, &scratch)
+	if err != nil {
+		return err
+	}
+	badIdx := make([]uint64, batch)
+	if err := o.be.DeviceToHost(cuda.Bytes(badIdx), bad.Ptr()); err != nil {
+		return err
+	}
+	for b, i := range badIdx {
+		if i == math.MaxUint64 {
+			continue
+		}
+		v := make([]float32, 1)
+		if err := o.be.DeviceToHost(cuda.Bytes(v), pcm+cuda.DevicePtr(4*(int64(b)*stride+int64(i)))); err != nil {
+			return err
+		}
+		return &ClipError{b, fmt.Errorf("sample %d is %v, want finite samples", i, v[0])}
+	}
+	return nil
+}
+
+// enqueue queues the geometry upload and the kernels without waiting. It
+// returns the device buffer of per-item error words (the smallest index of a
+// non-finite sample, all ones when there is none). The scratch buffers it
+// takes from the pool are appended to scratch for the caller to free (in
+// stream order, so right after enqueue is fine).
+func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats *runtime.Tensor, frames int, scratch *[]*cuda.Buffer) (*cuda.Buffer, error) {
+	c, be := &o.fe.cfg, o.be
+	batch := len(items) / 3
+	out, err := cuda.Ptr(feats)
+	if err != nil {
+		return nil, err
+	}
+	fpw := o.framesPerWarp(batch, frames)
+	groups := ceilDiv(frames, cudaWarps*fpw)
+	alloc := func(bytes int) (*cuda.Buffer, error) {
+		s, err := be.Malloc(int64(max(bytes, 8)))
+		if err == nil {
+			*scratch = append(*scratch, s)
+		}
+		return s, err
+	}
+	itemsBuf, err := alloc(8 * len(items))
+	if err != nil {
+		return nil, err
+	}
+	if err := be.HostToDevice(itemsBuf.Ptr(), cuda.Bytes(items)); err != nil {
+		return nil, err
+	}
+	bad, err := alloc(8 * batch)
+	if err != nil {
+		return nil, err
+	}
+	if err := be.Memset(bad.Ptr(), 0xFF, int64(8*batch)); err != nil {
+		return nil, err
+	}
+	partialBytes := 0
+	switch o.statsMode {
+	case statsMax:
+		partialBytes = 4 * batch * groups
+	case statsMoments:
+		partialBytes = 16 * batch * groups * c.NumMels
+	}
+	partial, err := alloc(partialBytes)
+	if err != nil {
+		return nil, err
+	}
+	reflect := 0
+	if c.PadMode == PadReflect {
+		reflect = 1
+	}
+	layout := 0
+	if c.Layout == TimeMel {
+		layout = 1
+	}
+	err = o.logmel.Launch(cuda.Dim3{X: groups, Y: batch, Z: 1}, cuda.Dim3{X: cudaThreads, Y: 1, Z: 1},
+		cudaShared(c.NFFT, c.NumMels, fpw),
+		pcm, stride, itemsBuf, o.window, o.twiddle, o.bands, o.weights, c.NumMels, frames,
+		c.HopLength, o.fe.pad, reflect, c.PreEmphasis, o.guard, o.floor, o.lg2, layout, fpw,
+		out, partial, o.statsMode, bad)
+	if err != nil || o.statsMode == statsNone {
+		return bad, err
+	}
+	floors, err := alloc(4 * batch)
+	if err != nil {
+		return nil, err
+	}
+	moments, err := alloc(16 * batch * c.NumMels)
+	if err != nil {
+		return nil, err
+	}
+	grid := cuda.Dim3{X: 1, Y: batch, Z: 1}
+	if o.statsMode == statsMoments {
+		grid.X = ceilDiv(c.NumMels, 256)
+	}
+	err = o.stats.Launch(grid, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
+		itemsBuf, partial, groups, c.NumMels, o.statsMode, clampRange, o.fixedFloor, stdEpsilon, floors, moments)
+	if err != nil {
+		return nil, err
+	}
+	err = o.norm.Launch(cuda.Dim3{X: ceilDiv(c.NumMels*frames, 1024), Y: batch, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
+		out, itemsBuf, c.NumMels, frames, layout, o.statsMode, floors, moments)
+	if err != nil {
+		return nil, err
+	}
+	return bad, nil
+}
+
+// framesPerWarp picks how many frames each warp of fbank_logmel computes:
+// 4 when the batch has enough frames to give every SM two blocks of 32
+// frames (fewer, larger partial reductions), else fewer so that a single clip
+// still spreads over the whole GPU; never more than shared memory allows.
+func (o *cudaOp) framesPerWarp(batch, frames int) int {
+	c := &o.fe.cfg
+	for _, fpw := range []int{4, 2} {
+		if cudaShared(c.NFFT, c.NumMels, fpw) <= cudaMaxShared && batch*ceilDiv(frames, cudaWarps*fpw) >= 2*o.sms {
+			return fpw
+		}
+	}
+	return 1
+}
