@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -67,31 +69,41 @@ func (bt Batch) blocks() []block {
 	return out
 }
 
-func checkLen(name string, got, want int, shape string) error {
-	if got != want {
-		return fmt.Errorf("%s has %d values, want %d (%s)", name, got, want, shape)
+// checkLen checks that a slice of got values holds a [names] = dims array.
+func checkLen(name string, got int, names string, dims ...int) error {
+	want := 1
+	for _, d := range dims {
+		want *= d
 	}
-	return nil
+	if got == want {
+		return nil
+	}
+	parts := make([]string, len(dims))
+	for i, d := range dims {
+		parts[i] = strconv.Itoa(d)
+	}
+	return fmt.Errorf("%s has %d values, want %d ([%s] = [%s])", name, got, want, names, strings.Join(parts, ", "))
 }
 
 // Encode quantises x, row-major [B, T, D] with D = c.Dim(), into codes
 // [B, T, Q] (int32, stage order; -1 on padded frames) and quantized
 // [B, T, D] (the sum of the selected codewords; 0 on padded frames). Both
-// outputs are overwritten entirely. It fails, naming the frame, when a valid
-// frame of x is not finite or its squared norm exceeds MaxSquaredNorm. Work
-// is spread over GOMAXPROCS goroutines; cancelling ctx stops it between blocks.
+// outputs are overwritten entirely and must not overlap x. It fails, naming
+// the frame, when a valid frame of x is not finite or its squared norm
+// exceeds MaxSquaredNorm (padded frames are not read). Work is spread over
+// GOMAXPROCS goroutines; cancelling ctx stops it between blocks.
 func (c *Codebooks) Encode(ctx context.Context, x []float32, bt Batch, codes []int32, quantized []float32) error {
 	q, d := len(c.stages), c.dim
 	if err := bt.check(); err != nil {
 		return err
 	}
-	if err := checkLen("x", len(x), bt.B*bt.T*d, fmt.Sprintf("[B, T, D] = [%d, %d, %d]", bt.B, bt.T, d)); err != nil {
+	if err := checkLen("x", len(x), "B, T, D", bt.B, bt.T, d); err != nil {
 		return err
 	}
-	if err := checkLen("codes", len(codes), bt.B*bt.T*q, fmt.Sprintf("[B, T, Q] = [%d, %d, %d]", bt.B, bt.T, q)); err != nil {
+	if err := checkLen("codes", len(codes), "B, T, Q", bt.B, bt.T, q); err != nil {
 		return err
 	}
-	if err := checkLen("quantized", len(quantized), len(x), fmt.Sprintf("[B, T, D] = [%d, %d, %d]", bt.B, bt.T, d)); err != nil {
+	if err := checkLen("quantized", len(quantized), "B, T, D", bt.B, bt.T, d); err != nil {
 		return err
 	}
 	padding(bt, q, d, codes, quantized)
@@ -234,10 +246,10 @@ func (c *Codebooks) Decode(ctx context.Context, codes []int32, bt Batch, quantiz
 	if err := bt.check(); err != nil {
 		return err
 	}
-	if err := checkLen("codes", len(codes), bt.B*bt.T*q, fmt.Sprintf("[B, T, Q] = [%d, %d, %d]", bt.B, bt.T, q)); err != nil {
+	if err := checkLen("codes", len(codes), "B, T, Q", bt.B, bt.T, q); err != nil {
 		return err
 	}
-	if err := checkLen("quantized", len(quantized), bt.B*bt.T*d, fmt.Sprintf("[B, T, D] = [%d, %d, %d]", bt.B, bt.T, d)); err != nil {
+	if err := checkLen("quantized", len(quantized), "B, T, D", bt.B, bt.T, d); err != nil {
 		return err
 	}
 	padding(bt, q, d, nil, quantized)
