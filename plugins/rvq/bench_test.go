@@ -93,3 +93,15 @@ func BenchmarkKernel(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNewCodebooksBF16 measures codebook preparation (bf16 -> f32
+// panels and norms), which the ops do once per call.
+func BenchmarkNewCodebooksBF16(b *testing.B) {
+	const q, k, d = 8, 1024, 128
+	books, _, _ := synth(rand.New(rand.NewPCG(1, 1)), 1, q, k, d)
+	for b.Loop() {
+		if _, err := NewCodebooksBF16(d, books...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

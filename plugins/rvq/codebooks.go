@@ -56,36 +56,42 @@ type Codebooks struct {
 // representable in bfloat16, and every codeword's squared norm at most
 // MaxSquaredNorm.
 func NewCodebooks(dim int, stages ...[]float32) (*Codebooks, error) {
-	return newCodebooks(dim, stages, func(q, i int) (float32, error) {
-		v := stages[q][i]
-		if math.Float32bits(v)&0xFFFF != 0 {
-			return 0, fmt.Errorf("value %v is not exactly representable in bfloat16 (codebooks must hold bf16 values; round them explicitly if that is intended)", v)
+	return newCodebooks(dim, stages, func(dst, src []float32) (int, error) {
+		for i, v := range src {
+			bits := math.Float32bits(v)
+			if bits&0x7F800000 == 0x7F800000 {
+				return i, fmt.Errorf("value %v is not finite", v)
+			}
+			if bits&0xFFFF != 0 {
+				return i, fmt.Errorf("value %v is not exactly representable in bfloat16 (codebooks must hold bf16 values; round them explicitly if that is intended)", v)
+			}
+			dst[i] = v
 		}
-		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			return 0, fmt.Errorf("value %v is not finite", v)
-		}
-		return v, nil
+		return 0, nil
 	})
 }
 
 // NewCodebooksBF16 prepares codebooks given as bfloat16 bit patterns, one
 // row-major [K_q, dim] slice per stage. NaN and infinite patterns are an error.
 func NewCodebooksBF16(dim int, stages ...[]uint16) (*Codebooks, error) {
-	return newCodebooks(dim, stages, func(q, i int) (float32, error) {
-		b := stages[q][i]
-		if b&0x7F80 == 0x7F80 {
-			return 0, fmt.Errorf("bf16 pattern %#04x is not finite", b)
+	return newCodebooks(dim, stages, func(dst []float32, src []uint16) (int, error) {
+		for i, b := range src {
+			if b&0x7F80 == 0x7F80 {
+				return i, fmt.Errorf("bf16 pattern %#04x is not finite", b)
+			}
+			dst[i] = BF16ToFloat32(b)
 		}
-		return BF16ToFloat32(b), nil
+		return 0, nil
 	})
 }
 
 // BF16ToFloat32 widens a bfloat16 bit pattern to float32 (exact).
 func BF16ToFloat32(b uint16) float32 { return math.Float32frombits(uint32(b) << 16) }
 
-// newCodebooks checks the shapes, reads every value through at (which checks
-// it) and packs the panels.
-func newCodebooks[S ~[]E, E any](dim int, stages []S, at func(q, i int) (float32, error)) (*Codebooks, error) {
+// newCodebooks checks the shapes, converts each codeword with widen (which
+// checks its values and returns the index of a bad one with its error) and
+// packs the panels.
+func newCodebooks[E any](dim int, stages [][]E, widen func(dst []float32, src []E) (int, error)) (*Codebooks, error) {
 	if dim < 1 || dim > MaxDim {
 		return nil, fmt.Errorf("codebook width D = %d, want 1..%d", dim, MaxDim)
 	}
@@ -93,6 +99,7 @@ func newCodebooks[S ~[]E, E any](dim int, stages []S, at func(q, i int) (float32
 		return nil, fmt.Errorf("%d codebooks (stages), want 1..%d", len(stages), MaxStages)
 	}
 	c := &Codebooks{dim: dim, stages: make([]stage, len(stages))}
+	row := make([]float32, dim)
 	for q, s := range stages {
 		if len(s) == 0 || len(s)%dim != 0 {
 			return nil, fmt.Errorf("codebook %d has %d values, want K*%d with K >= 1", q, len(s), dim)
@@ -107,14 +114,13 @@ func newCodebooks[S ~[]E, E any](dim int, stages []S, at func(q, i int) (float32
 			st.halfNorm[e] = float32(math.Inf(1))
 		}
 		for e := 0; e < k; e++ {
+			if d, err := widen(row, s[e*dim:(e+1)*dim]); err != nil {
+				return nil, fmt.Errorf("codebook %d entry %d dim %d: %w", q, e, d, err)
+			}
 			var norm float32
-			p, l := e/panelWidth, e%panelWidth
-			for d := 0; d < dim; d++ {
-				v, err := at(q, e*dim+d)
-				if err != nil {
-					return nil, fmt.Errorf("codebook %d entry %d dim %d: %w", q, e, d, err)
-				}
-				st.panels[(p*dim+d)*panelWidth+l] = v
+			panel := st.panels[e/panelWidth*dim*panelWidth+e%panelWidth:]
+			for d, v := range row {
+				panel[d*panelWidth] = v
 				norm += v * v
 			}
 			if !(norm <= MaxSquaredNorm) {
