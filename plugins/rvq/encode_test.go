@@ -384,3 +384,35 @@ func TestNoPerFrameAllocation(t *testing.T) {
 	assert.InDelta(t, e1, e2, 4, "Encode allocations grow with frames")
 	assert.InDelta(t, d1, d2, 4, "Decode allocations grow with frames")
 }
+
+// The contract's limits at once: Q = MaxStages stages, K = MaxEntries
+// entries (stage 0), D = MaxDim, against the oracle, with every kernel.
+func TestEncodeAtLimits(t *testing.T) {
+	const frames, d = 14, MaxDim
+	rng := rand.New(rand.NewPCG(21, 22))
+	books, x, picks := synth(rng, frames, MaxStages, 64, d)
+	big, _, _ := synth(rng, 1, 1, MaxEntries, d)
+	books[0] = append(books[0], big[0][64*d:]...) // 4096 entries, the first 64 kept
+	wantCodes, wantQ := oracle(widen(books), d, 0, x)
+	cb, err := NewCodebooksBF16(d, books...)
+	require.NoError(t, err)
+	require.Equal(t, MaxEntries, cb.Size(0))
+	for name, k := range kernels {
+		t.Run(name, func(t *testing.T) {
+			withKernel(t, k)
+			codes, q := make([]int32, frames*MaxStages), make([]float32, frames*d)
+			require.NoError(t, cb.Encode(context.Background(), x, Batch{B: 2, T: frames / 2}, codes, q))
+			assert.Equal(t, wantCodes, codes)
+			assert.Equal(t, wantQ, q)
+			// The generator's picks come back for the first 16 stages. Deeper,
+			// codewords (~2^-q) fall below the fp32 rounding of x itself
+			// (~2^-24 |x|), so no fp32 quantiser can recover them; the
+			// oracle comparison above is the check there.
+			for f := 0; f < frames; f++ {
+				for s := 0; s < 16; s++ {
+					assert.Equal(t, int32(picks[s][f]), codes[f*MaxStages+s], "frame %d stage %d", f, s)
+				}
+			}
+		})
+	}
+}
