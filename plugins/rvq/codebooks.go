@@ -31,16 +31,18 @@ type stage struct {
 	// halfNorm[e] = ||C_e||^2 / 2 for e < k and +Inf for the padding, so a
 	// padded entry never wins.
 	halfNorm []float32
+	// words holds the codewords row-major as bf16 bit patterns ([k][dim],
+	// exact), for the contiguous gathers of the residual update and Decode.
+	words []uint16
 }
 
-// codeword returns element d of entry e.
-func (s *stage) codeword(dim, e, d int) float32 {
-	p, l := e/panelWidth, e%panelWidth
-	return s.panels[(p*dim+d)*panelWidth+l]
-}
+// codeword returns entry e as bf16 bit patterns (widen with BF16ToFloat32).
+func (s *stage) codeword(dim, e int) []uint16 { return s.words[e*dim : (e+1)*dim] }
 
 // Codebooks is a prepared, immutable set of RVQ codebooks of one latent width
-// D: Q stages of K_q entries each. It is safe for concurrent use.
+// D: Q stages of K_q entries each, held as float32 panels for the distance
+// kernel plus bf16 rows for gathers (6 bytes per codebook value). It is safe
+// for concurrent use.
 type Codebooks struct {
 	dim    int
 	stages []stage
@@ -109,7 +111,8 @@ func newCodebooks[E any](dim int, stages [][]E, widen func(dst []float32, src []
 			return nil, fmt.Errorf("codebook %d has K = %d entries, want at most %d", q, k, MaxEntries)
 		}
 		np := (k + panelWidth - 1) / panelWidth
-		st := stage{k: k, panels: make([]float32, np*dim*panelWidth), halfNorm: make([]float32, np*panelWidth)}
+		st := stage{k: k, panels: make([]float32, np*dim*panelWidth), halfNorm: make([]float32, np*panelWidth),
+			words: make([]uint16, k*dim)}
 		for e := range st.halfNorm {
 			st.halfNorm[e] = float32(math.Inf(1))
 		}
@@ -119,8 +122,10 @@ func newCodebooks[E any](dim int, stages [][]E, widen func(dst []float32, src []
 			}
 			var norm float32
 			panel := st.panels[e/panelWidth*dim*panelWidth+e%panelWidth:]
+			word := st.words[e*dim : (e+1)*dim]
 			for d, v := range row {
 				panel[d*panelWidth] = v
+				word[d] = uint16(math.Float32bits(v) >> 16)
 				norm += v * v
 			}
 			if !(norm <= MaxSquaredNorm) {

@@ -186,8 +186,8 @@ func (c *Codebooks) encodeBlock(s *scratch, bl block, x []float32, codes []int32
 				j := argminLanes(best[i*panelWidth:(i+1)*panelWidth], bidx[i*panelWidth:(i+1)*panelWidth])
 				codes[i*nq+q] = j
 				r, a := res[i*d:(i+1)*d], acc[i*d:(i+1)*d]
-				for k := range r {
-					v := st.codeword(d, int(j), k)
+				for k, w := range st.codeword(d, int(j)) {
+					v := BF16ToFloat32(w)
 					r[k] -= v
 					a[k] += v
 				}
@@ -289,9 +289,8 @@ func (c *Codebooks) decodeFrame(codes []int32, acc, out []float32) {
 	for ci, ch := range c.chains() {
 		clear(acc)
 		for q := ch[0]; q < ch[1]; q++ {
-			st, j := &c.stages[q], int(codes[q])
-			for k := range acc {
-				acc[k] += st.codeword(d, j, k)
+			for k, w := range c.stages[q].codeword(d, int(codes[q])) {
+				acc[k] += BF16ToFloat32(w)
 			}
 		}
 		if ci == 0 {
