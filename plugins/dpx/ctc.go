@@ -58,13 +58,15 @@ type Alignment struct {
 // cannot lie on a complete path in T frames are pruned with torchaudio's
 // start/end window; the path ends on the last label unless the trailing
 // blank is strictly greater. It needs T >= L + R, R the number of adjacent
-// repeated targets.
+// repeated targets, and returns an error when every path scores -Inf (where
+// torchaudio returns an arbitrary path).
 //
 // Int32 precision quantises the log-probs (see Int32) and renormalises every
 // frame: each state's new value is best - m + e, with m the previous frame's
 // maximum, saturated below at -2^28 quanta (states further below the best
 // tie there); unreachable states stay at a -2^29 sentinel. Ties follow the
-// same rules on the integers.
+// same rules on the integers. A -Inf log-prob quantises to -2^24 quanta, so
+// the int32 path always finds an alignment.
 //
 // Memory: backpointers take 2 bits per trellis state and frame. When all of
 // them (T * (2L+1) / 4 bytes) fit in MaxMemory the backtrace reads them
@@ -353,6 +355,9 @@ func alignLane[V int32 | float32, K kernel[V]](a *Aligner, ln *lane[V], k K, lp 
 		copy(ln.ck[:width], prev)
 	}
 	forward(0, T-1, nck > 0)
+	if prev[S-1+2] == neg && prev[S-2+2] == neg {
+		return fmt.Errorf("no alignment has a finite score: every path of the %d targets through the %d frames meets a -Inf log-prob", len(a.lab)/2, T)
+	}
 	// End on the last label unless the trailing blank is strictly greater.
 	s := S - 2
 	if prev[S-1+2] > prev[S-2+2] {
