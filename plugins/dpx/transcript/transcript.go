@@ -1,0 +1,199 @@
+// Package transcript turns CTC emissions into aligned words and writes them
+// as text, JSON, SRT, WebVTT, CTM or TSV.
+//
+// The path from a model's output to a subtitle file:
+//
+//	cfg := transcript.Config{Vocabulary: vocab, Blank: 0, FrameStride: 20 * time.Millisecond, WordDelimiter: "▁"}
+//	tr, err := transcript.Transcribe(logProbs, len(vocab), cfg) // greedy tokens, then forced alignment
+//	err = transcript.Write(os.Stdout, tr, transcript.SRT, transcript.WriteOptions{})
+//
+// AlignTokens does the same for a known token sequence (a reference text).
+package transcript
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/edgespeech/edge/plugins/dpx"
+)
+
+// Config says how a model's tokens become words and times.
+type Config struct {
+	// Vocabulary maps token id to symbol (len = the emissions' C).
+	Vocabulary []string
+	// Blank is the CTC blank id.
+	Blank int
+	// FrameStride is the time between emission frames (e.g. 20 ms).
+	FrameStride time.Duration
+	// WordDelimiter, when set, is a token that separates words and belongs
+	// to none (wav2vec2's "|", a character model's "▁").
+	WordDelimiter string
+	// SentencePieceMarker, when set, is the prefix of a token that starts a
+	// new word (SentencePiece's "▁"); it is stripped from the word's text.
+	SentencePieceMarker string
+}
+
+func (c *Config) validate(C int) error {
+	if len(c.Vocabulary) != C {
+		return fmt.Errorf("transcript: vocabulary has %d symbols; the emissions have C=%d columns", len(c.Vocabulary), C)
+	}
+	if c.Blank < 0 || c.Blank >= C {
+		return fmt.Errorf("transcript: blank id %d is out of range for C=%d", c.Blank, C)
+	}
+	if c.FrameStride <= 0 {
+		return fmt.Errorf("transcript: frame stride %v; want > 0", c.FrameStride)
+	}
+	if c.WordDelimiter == "" && c.SentencePieceMarker == "" {
+		return errors.New("transcript: set a word delimiter or a SentencePiece marker to find word boundaries")
+	}
+	return nil
+}
+
+// Token is one aligned token.
+type Token struct {
+	ID   int
+	Text string
+	// StartFrame and EndFrame delimit its frames [StartFrame, EndFrame).
+	StartFrame int
+	EndFrame   int
+	// Start and End are the frames' times: frame * FrameStride.
+	Start time.Duration
+	End   time.Duration
+	// LogProb is the sum of its frames' log-probs; Confidence the mean of
+	// their probabilities, in [0, 1].
+	LogProb    float64
+	Confidence float64
+}
+
+// Word is a run of tokens between word boundaries.
+type Word struct {
+	Text       string
+	Start, End time.Duration
+	// Confidence is the mean probability over the frames of its tokens.
+	Confidence float64
+	// FirstToken and LastToken index Transcript.Tokens: [FirstToken, LastToken).
+	FirstToken, LastToken int
+}
+
+// Transcript is an aligned transcription.
+type Transcript struct {
+	Text   string // words joined by single spaces
+	Words  []Word
+	Tokens []Token
+	// Score is the alignment's total log-prob (blank frames included).
+	Score float64
+	// Duration is the emissions' length: T * FrameStride.
+	Duration time.Duration
+}
+
+// Transcribe decodes logProbs, a row-major [T, C] log-softmax matrix: greedy
+// tokens, forced alignment of those tokens, words with times and
+// confidences.
+func Transcribe(logProbs []float32, C int, cfg Config) (*Transcript, error) {
+	if err := cfg.validate(C); err != nil {
+		return nil, err
+	}
+	spans, err := dpx.Greedy(nil, logProbs, C, cfg.Blank)
+	if err != nil {
+		return nil, fmt.Errorf("transcript: %w", err)
+	}
+	tokens := make([]int, len(spans))
+	for i, s := range spans {
+		tokens[i] = int(s.Token)
+	}
+	return AlignTokens(logProbs, C, tokens, cfg)
+}
+
+// AlignTokens force-aligns a known token sequence to logProbs ([T, C]) and
+// builds the words. Errors name the problem (ids out of range, too few
+// frames for the tokens, NaN log-probs).
+func AlignTokens(logProbs []float32, C int, tokens []int, cfg Config) (*Transcript, error) {
+	if err := cfg.validate(C); err != nil {
+		return nil, err
+	}
+	ali, err := dpx.Align(logProbs, C, tokens, dpx.AlignOptions{Blank: cfg.Blank})
+	if err != nil {
+		return nil, fmt.Errorf("transcript: %w", err)
+	}
+	spans := dpx.Spans(nil, ali.Labels, cfg.Blank)
+	if len(spans) != len(tokens) {
+		return nil, fmt.Errorf("transcript: alignment has %d token spans for %d tokens (a bug)", len(spans), len(tokens))
+	}
+	tr := FromSpans(spans, logProbs, C, cfg)
+	tr.Score = float64(ali.Score)
+	return tr, nil
+}
+
+// FromSpans builds tokens and words from token spans (from dpx.Greedy or
+// dpx.Spans of an alignment) over logProbs ([T, C]); cfg must be valid for
+// C. Score is left 0.
+func FromSpans(spans []dpx.Span, logProbs []float32, C int, cfg Config) *Transcript {
+	T := len(logProbs) / C
+	tr := &Transcript{Duration: time.Duration(T) * cfg.FrameStride, Tokens: make([]Token, len(spans))}
+	for i, s := range spans {
+		tok := Token{ID: int(s.Token), StartFrame: int(s.Start), EndFrame: int(s.End),
+			Start: time.Duration(s.Start) * cfg.FrameStride, End: time.Duration(s.End) * cfg.FrameStride}
+		if tok.ID < len(cfg.Vocabulary) {
+			tok.Text = cfg.Vocabulary[tok.ID]
+		}
+		var p float64
+		for t := tok.StartFrame; t < tok.EndFrame; t++ {
+			lp := float64(logProbs[t*C+tok.ID])
+			tok.LogProb += lp
+			p += math.Exp(lp)
+		}
+		tok.Confidence = p / float64(tok.EndFrame-tok.StartFrame)
+		tr.Tokens[i] = tok
+	}
+	tr.Words = words(tr.Tokens, cfg)
+	texts := make([]string, len(tr.Words))
+	for i, w := range tr.Words {
+		texts[i] = w.Text
+	}
+	tr.Text = strings.Join(texts, " ")
+	return tr
+}
+
+// words groups tokens at delimiter tokens and SentencePiece markers.
+func words(tokens []Token, cfg Config) []Word {
+	var out []Word
+	var text strings.Builder
+	first, last := -1, -1 // tokens contributing text to the current word
+	var psum float64
+	var frames int
+	flush := func() {
+		if first >= 0 {
+			out = append(out, Word{Text: text.String(), Start: tokens[first].Start, End: tokens[last].End,
+				Confidence: psum / float64(frames), FirstToken: first, LastToken: last + 1})
+		}
+		text.Reset()
+		first, last, psum, frames = -1, -1, 0, 0
+	}
+	for i, tok := range tokens {
+		s := tok.Text
+		if cfg.WordDelimiter != "" && s == cfg.WordDelimiter {
+			flush()
+			continue
+		}
+		if m := cfg.SentencePieceMarker; m != "" && strings.HasPrefix(s, m) {
+			flush()
+			s = strings.TrimPrefix(s, m)
+		}
+		if s == "" {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		last = i
+		text.WriteString(s)
+		n := tok.EndFrame - tok.StartFrame
+		psum += tok.Confidence * float64(n)
+		frames += n
+	}
+	flush()
+	return out
+}
