@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 )
 
-// blockFrames is the number of frames one worker quantises through all
-// stages at a time (a multiple of kernelRows). Their residuals (blockFrames*D
-// float32) stay in L2 while each stage's codebook streams past.
+// blockFrames is the most frames one worker quantises through all stages at
+// a time (a multiple of kernelRows). Their residuals (blockFrames*D float32)
+// stay in L2 while each stage's codebook streams past.
 const blockFrames = 8 * kernelRows
 
 // Batch is the frame layout shared by x, codes and quantized: B items of T
@@ -53,20 +53,35 @@ func (bt Batch) check() error {
 // block is a run of valid frames [t0, t1) of item b.
 type block struct{ b, t0, t1 int }
 
-// blocks cuts the valid frames into blocks of at most blockFrames frames.
-func (bt Batch) blocks() []block {
+// blocks cuts the valid frames into blocks of at most size frames each.
+func (bt Batch) blocks(size int) []block {
 	n := 0
 	for b := 0; b < bt.B; b++ {
-		n += (bt.valid(b) + blockFrames - 1) / blockFrames
+		n += (bt.valid(b) + size - 1) / size
 	}
 	out := make([]block, 0, n)
 	for b := 0; b < bt.B; b++ {
 		n := bt.valid(b)
-		for t := 0; t < n; t += blockFrames {
-			out = append(out, block{b, t, min(t+blockFrames, n)})
+		for t := 0; t < n; t += size {
+			out = append(out, block{b, t, min(t+size, n)})
 		}
 	}
 	return out
+}
+
+// blockSize picks the frames per block for spreading the valid frames over
+// workers: blockFrames when there are plenty of frames, smaller (a multiple
+// of kernelRows) when that would leave fewer than blocksPerWorker blocks per
+// worker, since whole blocks are the unit of load balance.
+func (bt Batch) blockSize(workers int) int {
+	const blocksPerWorker = 16
+	total := 0
+	for b := 0; b < bt.B; b++ {
+		total += bt.valid(b)
+	}
+	per := (total + blocksPerWorker*workers - 1) / (blocksPerWorker * workers)
+	per = (per + kernelRows - 1) / kernelRows * kernelRows
+	return max(kernelRows, min(blockFrames, per))
 }
 
 // checkLen checks that a slice of got values holds a [names] = dims array.
@@ -107,7 +122,7 @@ func (c *Codebooks) Encode(ctx context.Context, x []float32, bt Batch, codes []i
 		return err
 	}
 	padding(bt, q, d, codes, quantized)
-	blocks := bt.blocks()
+	blocks := bt.blocks(bt.blockSize(runtime.GOMAXPROCS(0)))
 	return parallel(ctx, len(blocks), func() func(int) error {
 		s := newScratch(d)
 		return func(i int) error {
@@ -253,7 +268,7 @@ func (c *Codebooks) Decode(ctx context.Context, codes []int32, bt Batch, quantiz
 		return err
 	}
 	padding(bt, q, d, nil, quantized)
-	blocks := bt.blocks()
+	blocks := bt.blocks(blockFrames)
 	return parallel(ctx, len(blocks), func() func(int) error {
 		acc := make([]float32, d)
 		return func(i int) error {

@@ -416,3 +416,19 @@ func TestEncodeAtLimits(t *testing.T) {
 		})
 	}
 }
+
+func TestBlockSize(t *testing.T) {
+	cases := []struct {
+		bt      Batch
+		workers int
+		want    int
+	}{
+		{Batch{B: 8, T: 1024}, 2, blockFrames},                            // plenty of frames
+		{Batch{B: 8, T: 1024}, 16, 3 * kernelRows},                        // 8192 / (16*16) = 32 -> 36
+		{Batch{B: 1, T: 10}, 16, kernelRows},                              // never below kernelRows
+		{Batch{B: 2, T: 4096, Lengths: []int{0, 300}}, 1, 2 * kernelRows}, // valid frames only: 300/16 = 19 -> 24
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, c.bt.blockSize(c.workers), "%+v on %d workers", c.bt, c.workers)
+	}
+}
