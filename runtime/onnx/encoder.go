@@ -426,24 +426,38 @@ func (e *Encoder) normalized(x []float32, lengths []int64, n int) []float32 {
 	}
 	out := e.scratch[:len(x)]
 	for b, l := range lengths {
-		src, dst := x[b*n:b*n+int(l)], out[b*n:(b+1)*n]
-		var sum float64
-		for _, v := range src {
-			sum += float64(v)
-		}
-		mean := sum / float64(len(src))
-		var ss float64
-		for _, v := range src {
-			d := float64(v) - mean
-			ss += d * d
-		}
-		inv := 1 / math.Sqrt(ss/float64(len(src))+1e-7)
-		for i, v := range src {
-			dst[i] = float32((float64(v) - mean) * inv)
-		}
-		clear(dst[len(src):])
+		normalizeUtterance(out[b*n:(b+1)*n], x[b*n:b*n+int(l)])
 	}
 	return out
+}
+
+// normalizeUtterance writes (x - mean) / sqrt(var + 1e-7) of src into
+// dst[:len(src)] and zeros the rest of dst, like HF's
+// Wav2Vec2FeatureExtractor.zero_mean_unit_var_norm (population variance).
+// The statistics take one pass in float64 over four lanes, shifted by
+// src[0] so that a DC offset costs no precision; the output is computed in
+// float64 too (HF computes in float32: this is as exact or more).
+func normalizeUtterance(dst, src []float32) {
+	k := float64(src[0])
+	var s0, s1, s2, s3, q0, q1, q2, q3 float64
+	i := 0
+	for ; i+4 <= len(src); i += 4 {
+		a, b, c, d := float64(src[i])-k, float64(src[i+1])-k, float64(src[i+2])-k, float64(src[i+3])-k
+		s0, s1, s2, s3 = s0+a, s1+b, s2+c, s3+d
+		q0, q1, q2, q3 = q0+a*a, q1+b*b, q2+c*c, q3+d*d
+	}
+	for ; i < len(src); i++ {
+		a := float64(src[i]) - k
+		s0, q0 = s0+a, q0+a*a
+	}
+	n := float64(len(src))
+	dm := (s0 + s1 + s2 + s3) / n
+	variance := max(0, (q0+q1+q2+q3)/n-dm*dm)
+	mean, inv := k+dm, 1/math.Sqrt(variance+1e-7)
+	for i, v := range src {
+		dst[i] = float32((float64(v) - mean) * inv)
+	}
+	clear(dst[len(src):])
 }
 
 // inputValues wraps the input data (no copy) and builds lengths and the

@@ -401,3 +401,67 @@ func BenchmarkFirstNonFinite(b *testing.B) {
 		}
 	}
 }
+
+// normalizeUtterance against the two-pass float64 definition, also for a
+// large DC offset under a tiny signal (where a naive one-pass variance
+// loses every digit).
+func TestNormalizeUtterance(t *testing.T) {
+	tests := []struct {
+		name     string
+		n        int
+		dc, gain float64
+	}{
+		{"one sample", 1, 0.3, 0},
+		{"short", 5, 0, 0.5},
+		{"offset", 16003, 0.25, 0.1},
+		{"big offset tiny signal", 48000, 0.9, 1e-3},
+		{"silence", 1000, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := make([]float32, tc.n)
+			for i := range src {
+				src[i] = float32(tc.dc + tc.gain*math.Sin(float64(i)*0.37)*math.Cos(float64(i)*0.011))
+			}
+			var mean, ss float64
+			for _, v := range src {
+				mean += float64(v)
+			}
+			mean /= float64(tc.n)
+			for _, v := range src {
+				ss += (float64(v) - mean) * (float64(v) - mean)
+			}
+			inv := 1 / math.Sqrt(ss/float64(tc.n)+1e-7)
+			dst := make([]float32, tc.n+3)
+			for i := range dst {
+				dst[i] = 7 // the padding must be zeroed
+			}
+			normalizeUtterance(dst, src)
+			for i, v := range src {
+				want := (float64(v) - mean) * inv
+				require.InDelta(t, want, float64(dst[i]), 1e-5*max(1, math.Abs(want)), "sample %d", i)
+			}
+			assert.Equal(t, []float32{0, 0, 0}, dst[tc.n:])
+		})
+	}
+}
+
+func BenchmarkNormalizeUtterance(b *testing.B) {
+	src := randomF32(runtime.Shape{benchSamples}, 5).F32()
+	dst := make([]float32, len(src))
+	b.SetBytes(int64(4 * len(src)))
+	for b.Loop() {
+		normalizeUtterance(dst, src)
+	}
+}
+
+func BenchmarkLogSoftmaxRows(b *testing.B) {
+	const frames, vocab = 1500, 32 // 30 s at 20 ms frames
+	src := randomF32(runtime.Shape{frames * vocab}, 6).F32()
+	row := make([]float32, len(src))
+	b.SetBytes(int64(4 * len(src)))
+	for b.Loop() {
+		copy(row, src)
+		logSoftmaxRows(row, vocab)
+	}
+}
