@@ -52,15 +52,27 @@ func roundBF16(v float32) uint16 {
 }
 
 // BenchmarkEncode runs Encode on all cores at seed 001's measure-quick shapes
-// and reports GFLOP/s with the seed's FLOP count 2*Q*B*T*K*D.
+// with every kernel and reports GFLOP/s with the seed's FLOP count
+// 2*Q*B*T*K*D.
 func BenchmarkEncode(b *testing.B) {
-	for _, s := range [][5]int{{8, 1024, 8, 1024, 128}, {4, 2048, 4, 512, 256}, {16, 512, 8, 1024, 128}} {
+	benchEncode(b, [][5]int{{8, 1024, 8, 1024, 128}, {4, 2048, 4, 512, 256}, {16, 512, 8, 1024, 128}}, kernels)
+}
+
+// BenchmarkEncodeGraded runs Encode with the default kernel at seed 001's
+// five graded shapes (200-300 GFLOP each).
+func BenchmarkEncodeGraded(b *testing.B) {
+	benchEncode(b, [][5]int{{48, 2048, 8, 1024, 128}, {32, 2048, 16, 1024, 128}, {64, 1024, 8, 2048, 128},
+		{24, 3000, 8, 1024, 256}, {96, 1024, 8, 1024, 128}}, map[string]kernelFunc{"default": kernel})
+}
+
+func benchEncode(b *testing.B, shapes [][5]int, ks map[string]kernelFunc) {
+	for _, s := range shapes {
 		B, T, Q, K, D := s[0], s[1], s[2], s[3], s[4]
 		books, x, _ := synth(rand.New(rand.NewPCG(uint64(B), uint64(K))), B*T, Q, K, D)
 		c, err := NewCodebooksBF16(D, books...)
 		require.NoError(b, err)
 		codes, quantized := make([]int32, B*T*Q), make([]float32, B*T*D)
-		for name, k := range kernels {
+		for name, k := range ks {
 			b.Run(fmt.Sprintf("B%d_T%d_Q%d_K%d_D%d/%s", B, T, Q, K, D, name), func(b *testing.B) {
 				old := kernel
 				kernel = k
