@@ -271,3 +271,15 @@ func (p *Pipeline) Run(ctx context.Context, inputs Tensors) (Tensors, error) {
 	}
 	return res, nil
 }
+
+// Close releases every step's resources (see Instance.Close) and returns the
+// first error.
+func (p *Pipeline) Close() error {
+	var first error
+	for _, st := range p.steps {
+		if err := st.inst.Close(); err != nil && first == nil {
+			first = fmt.Errorf("step %s: %w", st.name, err)
+		}
+	}
+	return first
+}

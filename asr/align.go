@@ -1,0 +1,112 @@
+package asr
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/edgespeech/edge/plugins/dpx/transcript"
+)
+
+// Wildcard is the symbol reported for text the model cannot emit (letters
+// outside its vocabulary): during alignment such a run of letters becomes
+// one extra "star" column whose log-probability is 0 on every frame, so it
+// absorbs whatever audio the unknown letters take, as in torchaudio's
+// forced-alignment recipe for out-of-vocabulary text.
+const Wildcard = "*"
+
+// TooShortError says the audio has too few encoder frames for the text:
+// CTC needs one frame per token plus one blank between repeated tokens.
+type TooShortError struct {
+	Audio   time.Duration
+	Frames  int
+	Tokens  int
+	Repeats int
+}
+
+func (e *TooShortError) Error() string {
+	return fmt.Sprintf("audio too short for the text: %v of audio gives %d frames, the text needs at least %d (%d tokens + %d repeated adjacent tokens)",
+		e.Audio.Round(time.Millisecond), e.Frames, e.Tokens+e.Repeats, e.Tokens, e.Repeats)
+}
+
+// tokenize turns text into the model's token ids: Normalize, then every
+// letter its vocabulary id, the word delimiter between words, and every run
+// of letters the vocabulary lacks one wildcard id (== V). It needs a
+// character vocabulary with a word delimiter.
+func (r *Recognizer) tokenize(text string) (ids []int, stars int, err error) {
+	m := r.manifest
+	if m.WordDelimiter == "" {
+		return nil, 0, fmt.Errorf("model %s has no word delimiter token: aligning text needs a character vocabulary", m.Name)
+	}
+	delim, ok := m.Vocab.ID(m.WordDelimiter)
+	if !ok {
+		return nil, 0, fmt.Errorf("model %s: word delimiter %q is not in the vocabulary", m.Name, m.WordDelimiter)
+	}
+	star := m.Vocab.Len()
+	for i, word := range strings.Fields(Normalize(text)) {
+		if i > 0 {
+			ids = append(ids, delim)
+		}
+		for _, c := range word {
+			id, ok := m.Vocab.ID(string(c))
+			if !ok || id == m.BlankID {
+				if len(ids) > 0 && ids[len(ids)-1] == star {
+					continue
+				}
+				id = star
+				stars++
+			}
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, 0, fmt.Errorf("the text %q has no words to align", text)
+	}
+	return ids, stars, nil
+}
+
+// Align force-aligns text to pcm (mono, at the model's sample rate) and
+// returns its words with times. The text is normalised as the model's
+// training text was (Normalize); letters outside the vocabulary align to
+// the wildcard. Audio with too few frames for the text gives a
+// *TooShortError.
+func (r *Recognizer) Align(ctx context.Context, pcm []float32, text string) (*transcript.Transcript, error) {
+	ids, stars, err := r.tokenize(text)
+	if err != nil {
+		return nil, err
+	}
+	lp, T, err := r.Emissions(ctx, pcm)
+	if err != nil {
+		return nil, err
+	}
+	repeats := 0
+	for i := 1; i < len(ids); i++ {
+		if ids[i] == ids[i-1] {
+			repeats++
+		}
+	}
+	if T < len(ids)+repeats {
+		return nil, &TooShortError{Audio: r.stats.Audio, Frames: T, Tokens: len(ids), Repeats: repeats}
+	}
+	t0 := time.Now()
+	defer func() { r.stats.Stages["decode"] = time.Since(t0) }()
+	V, cfg := r.manifest.Vocab.Len(), r.words
+	if stars > 0 {
+		lp, V = withWildcard(lp, V)
+		cfg.Vocabulary = append(append([]string(nil), cfg.Vocabulary...), Wildcard)
+	}
+	return transcript.AlignTokens(lp, V, ids, cfg)
+}
+
+// withWildcard appends a column of log-probability 0 to row-major [T, V]
+// log-probs.
+func withWildcard(lp []float32, V int) ([]float32, int) {
+	T := len(lp) / V
+	out := make([]float32, 0, T*(V+1))
+	for t := range T {
+		out = append(out, lp[t*V:(t+1)*V]...)
+		out = append(out, 0)
+	}
+	return out, V + 1
+}

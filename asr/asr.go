@@ -1,0 +1,224 @@
+// Package asr turns audio into aligned text with a CTC acoustic model: the
+// fbank op and the ONNX Runtime encoder op run as a validated
+// runtime.Pipeline, then greedy CTC decoding and forced alignment (package
+// dpx) give words with start/end times and confidences.
+//
+// Long audio is cut into overlapping chunks of Options.ChunkSeconds; each
+// chunk's emissions keep only the frames nearer its own centre than any
+// other chunk's, and the stitched emissions are decoded as one sequence, so
+// timestamps are global and memory stays bounded by one chunk's
+// activations plus the [T', V] emissions (about 8 MB per hour for a
+// 29-symbol vocabulary at 20 ms per frame) and the aligner's budget.
+package asr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/edgespeech/edge/plugins/dpx/transcript"
+	"github.com/edgespeech/edge/runtime"
+	"github.com/edgespeech/edge/runtime/model"
+
+	_ "github.com/edgespeech/edge/plugins/fbank" // the "fbank" op
+	_ "github.com/edgespeech/edge/runtime/onnx"  // the "encoder" op
+)
+
+// Options configures a Recognizer.
+type Options struct {
+	// ORTLib is the ONNX Runtime library ("" = $EDGE_ORT_LIB, then the cache).
+	ORTLib string
+	// Threads bounds the encoder's intra-op threads (0 = one per core).
+	Threads int
+	// Backend runs the frontend (nil = CPU).
+	Backend runtime.Backend
+	// ChunkSeconds is the longest piece of audio encoded at once (default 30).
+	ChunkSeconds float64
+	// OverlapSeconds is the audio shared by neighbouring chunks (default 2).
+	OverlapSeconds float64
+}
+
+// Recognizer transcribes and aligns audio with one model. It is not safe
+// for concurrent use; open one per goroutine.
+type Recognizer struct {
+	manifest *model.Manifest
+	pipeline *runtime.Pipeline
+	words    transcript.Config
+	chunk    int // samples per chunk, a multiple of stride
+	overlap  int // samples shared by neighbours, a multiple of stride
+	stride   int // samples per encoder output frame
+	stats    Stats
+}
+
+// Stats is where the time of the last Transcribe or Align went.
+type Stats struct {
+	Audio time.Duration `json:"audio_ns"`
+	// Stages maps "fbank", "encoder" and "decode" to their wall time.
+	Stages map[string]time.Duration `json:"stages_ns"`
+	Chunks int                      `json:"chunks"`
+	// Transfers counts host<->device copies made by the pipeline.
+	Transfers runtime.TransferStats `json:"transfers"`
+}
+
+// Open loads a model directory (or model.yaml) and builds its pipeline.
+func Open(modelPath string, opt Options) (*Recognizer, error) {
+	m, err := model.Load(modelPath)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Backend == nil {
+		opt.Backend = runtime.CPU
+	}
+	if opt.ChunkSeconds == 0 {
+		opt.ChunkSeconds = 30
+	}
+	if opt.OverlapSeconds == 0 {
+		opt.OverlapSeconds = 2
+	}
+	if opt.ChunkSeconds < 2 || opt.OverlapSeconds < 0 || opt.OverlapSeconds > opt.ChunkSeconds/2 {
+		return nil, fmt.Errorf("chunk %gs with overlap %gs: want chunk >= 2 s and 0 <= overlap <= chunk/2", opt.ChunkSeconds, opt.OverlapSeconds)
+	}
+	stride := int(math.Round(m.FrameStride * float64(m.SampleRate)))
+	if stride <= 0 || math.Abs(float64(stride)-m.FrameStride*float64(m.SampleRate)) > 1e-6*float64(stride) {
+		return nil, fmt.Errorf("model %s: frame_stride %gs is not a whole number of samples at %d Hz", m.Name, m.FrameStride, m.SampleRate)
+	}
+	r := &Recognizer{
+		manifest: m,
+		stride:   stride,
+		chunk:    int(opt.ChunkSeconds*float64(m.SampleRate)) / stride * stride,
+		overlap:  int(opt.OverlapSeconds*float64(m.SampleRate)) / (2 * stride) * 2 * stride,
+		words: transcript.Config{
+			Vocabulary:          m.Vocab.Tokens(),
+			Blank:               m.BlankID,
+			FrameStride:         time.Duration(m.FrameStride * float64(time.Second)),
+			WordDelimiter:       m.WordDelimiter,
+			SentencePieceMarker: m.SentencePieceMarker,
+		},
+	}
+	r.pipeline, err = runtime.NewPipeline(pipelineConfig(m, modelPath, opt), opt.Backend)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", m.Name, err)
+	}
+	return r, nil
+}
+
+// pipelineConfig wires pcm -> fbank -> encoder, or pcm -> encoder for
+// raw-waveform models.
+func pipelineConfig(m *model.Manifest, modelPath string, opt Options) runtime.PipelineConfig {
+	encoder := runtime.StepConfig{
+		Name: "encoder", Op: "encoder",
+		Params: map[string]any{"model": modelPath, "threads": opt.Threads, "ort_lib": opt.ORTLib},
+	}
+	cfg := runtime.PipelineConfig{
+		Inputs:  []runtime.PipelineInput{{Name: "pcm", DType: "f32", Rank: 2}, {Name: "pcm_lengths", DType: "i64", Rank: 1}},
+		Outputs: []string{"log_probs", "frames"},
+	}
+	if m.RawWaveform() {
+		encoder.Inputs = map[string]string{model.InputPCM: "pcm", model.InputLengths: "pcm_lengths"}
+	} else {
+		cfg.Steps = append(cfg.Steps, runtime.StepConfig{
+			Name: "fbank", Op: "fbank", Params: m.Frontend,
+			Inputs:  map[string]string{"pcm": "pcm", "lengths": "pcm_lengths"},
+			Outputs: map[string]string{"features": "features", "lengths": "feature_lengths"},
+		})
+		encoder.Inputs = map[string]string{model.InputFeatures: "features", model.InputLengths: "feature_lengths"}
+	}
+	encoder.Outputs = map[string]string{model.OutputLogProbs: "log_probs", model.OutputLengths: "frames"}
+	cfg.Steps = append(cfg.Steps, encoder)
+	return cfg
+}
+
+// Manifest is the loaded model manifest.
+func (r *Recognizer) Manifest() *model.Manifest { return r.manifest }
+
+// Stats describes the last Transcribe or Align.
+func (r *Recognizer) Stats() Stats { return r.stats }
+
+// Close releases the encoder session.
+func (r *Recognizer) Close() error { return r.pipeline.Close() }
+
+// ErrTooShort is returned for audio shorter than one encoder frame.
+var ErrTooShort = errors.New("audio too short")
+
+// Emissions runs the pipeline over pcm (mono, at the model's sample rate)
+// in chunks and returns the stitched log-probs, row-major [T', V].
+func (r *Recognizer) Emissions(ctx context.Context, pcm []float32) ([]float32, int, error) {
+	r.stats = Stats{Stages: map[string]time.Duration{}, Audio: time.Duration(float64(len(pcm)) / float64(r.manifest.SampleRate) * float64(time.Second))}
+	if len(pcm) < 4*r.stride {
+		return nil, 0, fmt.Errorf("%w: %d samples (%v); the model needs at least %d", ErrTooShort, len(pcm), r.stats.Audio, 4*r.stride)
+	}
+	V := r.manifest.Vocab.Len()
+	var out []float32
+	step := r.chunk - r.overlap
+	for start := 0; ; start += step {
+		end := min(start+r.chunk, len(pcm))
+		last := end == len(pcm)
+		if !last && len(pcm)-(start+step) < 4*r.stride {
+			// A tail too short to encode on its own joins this chunk.
+			end, last = len(pcm), true
+		}
+		lp, frames, err := r.encode(ctx, pcm[start:end])
+		if err != nil {
+			return nil, 0, fmt.Errorf("audio %v-%v: %w", r.seconds(start), r.seconds(end), err)
+		}
+		// Keep local frames [lo, hi): from the middle of the overlap with the
+		// previous chunk to the middle of the overlap with the next.
+		lo, hi := 0, frames
+		if start > 0 {
+			lo = r.overlap / 2 / r.stride
+		}
+		if !last {
+			hi = min(frames, (r.chunk-r.overlap/2)/r.stride)
+		}
+		if got, want := len(out)/V, start/r.stride+lo; got != want {
+			return nil, 0, fmt.Errorf("stitching chunks: have %d frames, the chunk at %v starts at frame %d (the model's frame_stride does not match its output)", got, r.seconds(start), want)
+		}
+		out = append(out, lp[lo*V:hi*V]...)
+		r.stats.Chunks++
+		if last {
+			break
+		}
+	}
+	return out, len(out) / V, nil
+}
+
+func (r *Recognizer) seconds(samples int) time.Duration {
+	return time.Duration(float64(samples) / float64(r.manifest.SampleRate) * float64(time.Second)).Round(time.Millisecond)
+}
+
+// encode runs one chunk through the pipeline and returns its valid frames.
+func (r *Recognizer) encode(ctx context.Context, pcm []float32) ([]float32, int, error) {
+	x, err := runtime.FromSlice(runtime.F32, runtime.Shape{1, len(pcm)}, pcm)
+	if err != nil {
+		return nil, 0, err
+	}
+	n := runtime.Must(runtime.FromSlice(runtime.I64, runtime.Shape{1}, []int64{int64(len(pcm))}))
+	out, err := r.pipeline.Run(ctx, runtime.Tensors{"pcm": x, "pcm_lengths": n})
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, s := range r.pipeline.Stats.Steps {
+		r.stats.Stages[s.Name] += s.Duration
+	}
+	r.stats.Transfers.Add(r.pipeline.Stats.Transfers)
+	lp, frames := out["log_probs"], int(out["frames"].I64()[0])
+	if lp.Shape()[2] != r.manifest.Vocab.Len() {
+		return nil, 0, fmt.Errorf("the encoder emits %d classes; the vocabulary has %d", lp.Shape()[2], r.manifest.Vocab.Len())
+	}
+	return lp.F32()[:frames*lp.Shape()[2]], frames, nil
+}
+
+// Transcribe recognises pcm (mono, at the model's sample rate): greedy CTC
+// tokens, force-aligned to the emissions, grouped into words.
+func (r *Recognizer) Transcribe(ctx context.Context, pcm []float32) (*transcript.Transcript, error) {
+	lp, _, err := r.Emissions(ctx, pcm)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	tr, err := transcript.Transcribe(lp, r.manifest.Vocab.Len(), r.words)
+	r.stats.Stages["decode"] = time.Since(t0)
+	return tr, err
+}
