@@ -1,11 +1,14 @@
 package dpx
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"syscall"
 	"testing"
 	"time"
+
+	rt "github.com/edgespeech/edge/runtime"
 )
 
 // cpuTime is the process's user+system CPU time: on a loaded machine it
@@ -43,5 +46,60 @@ func BenchmarkAlign(b *testing.B) {
 				b.ReportMetric(cpu/float64(sh.T*(2*sh.L+1)), "cpu-ns/cell")
 			})
 		}
+	}
+}
+
+// BenchmarkAlignBatch aligns a batch of 32 items (T=1500, L=300, C=32)
+// through the ctc_align op, which spreads items over GOMAXPROCS workers.
+func BenchmarkAlignBatch(b *testing.B) {
+	const B, T, L, C = 32, 1500, 300, 32
+	rng := rand.New(rand.NewPCG(9, 9))
+	lp := make([]float32, 0, B*T*C)
+	tg := make([]int64, 0, B*L)
+	for range B {
+		x, y := randomProblem(rng, T, L, C, 0, 2)
+		lp = append(lp, x...)
+		for _, v := range y {
+			tg = append(tg, int64(v))
+		}
+	}
+	op, err := rt.New("ctc_align", nil, rt.CPU)
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := rt.Tensors{
+		"log_probs": rt.Must(rt.FromSlice(rt.F32, rt.Shape{B, T, C}, lp)),
+		"targets":   rt.Must(rt.FromSlice(rt.I64, rt.Shape{B, L}, tg)),
+	}
+	for b.Loop() {
+		if _, err := op.Run(context.Background(), in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(B*b.N)/b.Elapsed().Seconds(), "items/s")
+}
+
+// BenchmarkAlignHour aligns one hour of audio: T = 180000 frames (20 ms),
+// L = 50000 tokens, C = 32, with the default 256 MiB backtrace budget
+// (checkpointed recomputation). It reports the aligner's working memory
+// and the process's peak resident memory (which includes the 23 MB input).
+func BenchmarkAlignHour(b *testing.B) {
+	const T, L, C = 180000, 50000, 32
+	rng := rand.New(rand.NewPCG(7, 7))
+	lp, tg := randomProblem(rng, T, L, C, 0, 2)
+	a, err := NewAligner(AlignOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out Alignment
+	for b.Loop() {
+		if err := a.Align(&out, lp, C, tg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(a.workingBytes())/(1<<20), "work-MiB")
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		b.ReportMetric(float64(ru.Maxrss)/1024, "peak-rss-MiB")
 	}
 }

@@ -33,3 +33,35 @@ func set2(row []uint64, s int, v uint64) {
 
 // bytesPerRow is the memory of one row of width states.
 func bits2RowBytes(width int) int64 { return int64((width+31)/32) * 8 }
+
+// planes is a matrix of 2-bit values stored as two bit planes per row
+// (the layout the AVX2 kernel writes with one VMOVMSKPS per plane and
+// 8 states): bit s%8 of byte s/8 of plane 0 is bit 0 of element s, plane 1
+// holds bit 1. A row is plane 0 then plane 1, nb bytes each.
+type planes struct {
+	nb   int
+	data []byte
+}
+
+// reset shapes m to rows x width (plus 8 states of padding for the vector
+// kernel's last block), reusing its memory when large enough.
+func (m *planes) reset(rows, width int) {
+	m.nb = (width+8)/8 + 1
+	n := rows * 2 * m.nb
+	if cap(m.data) < n {
+		m.data = make([]byte, n)
+	}
+	m.data = m.data[:n]
+}
+
+// row returns row r (both planes).
+func (m *planes) row(r int) []byte { return m.data[r*2*m.nb : (r+1)*2*m.nb] }
+
+// get returns element s of a row.
+func (m *planes) get(row []byte, s int) int {
+	sh := uint(s & 7)
+	return int(row[s>>3]>>sh&1 | (row[m.nb+s>>3]>>sh&1)<<1)
+}
+
+// planesRowBytes is the memory of one row of width states.
+func planesRowBytes(width int) int64 { return int64(2 * ((width+8)/8 + 1)) }

@@ -86,7 +86,7 @@ type Aligner struct {
 
 	f32 lane[float32]
 	i32 lane[int32]
-	bp  bits2
+	bp  planes
 	// segment, when > 0, forces the checkpoint segment length (tests).
 	segment int
 }
@@ -226,15 +226,18 @@ func repeats(targets []int) int {
 func (a *Aligner) prepare(T int, tg []int) {
 	L := len(tg)
 	S := 2*L + 1
-	a.lab = resize(a.lab, S)
-	a.penF = resize(a.penF, S)
-	a.maskI = resize(a.maskI, S)
+	// Padded to whole 8-state blocks (plus one) for the vector kernel: the
+	// padding states read the blank and never skip.
+	n := S + 16
+	a.lab = resize(a.lab, n)[:S]
+	a.penF = resize(a.penF, n)[:S]
+	a.maskI = resize(a.maskI, n)[:S]
 	negInf := float32(math.Inf(-1))
-	for s := range S {
-		a.lab[s] = int32(a.opt.Blank)
-		a.penF[s] = negInf
-		a.maskI[s] = 0
-		if s%2 == 1 {
+	for s := range n {
+		a.lab[:n][s] = int32(a.opt.Blank)
+		a.penF[:n][s] = negInf
+		a.maskI[:n][s] = 0
+		if s%2 == 1 && s < S {
 			a.lab[s] = int32(tg[s/2])
 			if s != 1 && tg[s/2] != tg[s/2-1] {
 				a.penF[s] = 0
@@ -275,9 +278,11 @@ type kernel[V int32 | float32] interface {
 	// emit fills e with frame src's values (len C, plus the star column).
 	emit(e []V, src []float32, star bool)
 	// step computes states [lo, hi) of cur from prev, writes their 2-bit
-	// choices into bp and returns the maximum over [lo, hi); m is prev's
-	// maximum (used by renormalising kernels).
-	step(prev, cur, e []V, lab []int32, lo, hi int, bp []uint64, m V) V
+	// choices into the bit planes bp and returns the maximum over [lo, hi);
+	// m is prev's maximum (used by renormalising kernels). It may also write
+	// cur and bp for other states of the 8-state blocks that [lo, hi)
+	// touches; the caller resets the states it reads later.
+	step(prev, cur, e []V, lab []int32, lo, hi int, bp []byte, m V) V
 	// rowMax is the maximum of row over states [lo, hi).
 	rowMax(row []V, lo, hi int) V
 }
@@ -307,7 +312,7 @@ func alignLane[V int32 | float32, K kernel[V]](a *Aligner, ln *lane[V], k K, lp 
 	if G > 1 {
 		nck = G
 	}
-	width := S + 2
+	width := S + 2 + 16 // sentinels, then room for the last 8-state block
 	for i := range ln.rows {
 		ln.rows[i] = resize(ln.rows[i], width)
 	}
@@ -334,17 +339,11 @@ func alignLane[V int32 | float32, K kernel[V]](a *Aligner, ln *lane[V], k K, lp 
 	forward := func(t0, t1 int, save bool) {
 		for t := t0 + 1; t <= t1; t++ {
 			lo, hi := int(a.lo[t]), int(a.hi[t])
-			// Keep the states read at frame t+1 outside [lo, hi) unreachable,
-			// as torchaudio's per-frame reset does.
-			cur[lo], cur[lo+1] = neg, neg
-			if hi < S {
-				cur[hi+2] = neg
-			}
-			if hi+1 < S {
-				cur[hi+3] = neg
-			}
 			k.emit(ln.e, lp[t*C:(t+1)*C], a.opt.Star)
 			m = k.step(prev, cur, ln.e, a.lab, lo, hi, a.bp.row((t-1)%seg), m)
+			// The states read at frame t+1 outside [lo, hi) are unreachable, as
+			// torchaudio's per-frame reset makes them.
+			cur[lo], cur[lo+1], cur[hi+2], cur[hi+3] = neg, neg, neg, neg
 			prev, cur = cur, prev
 			if save && t%seg == 0 && t/seg < nck {
 				copy(ln.ck[(t/seg)*width:(t/seg+1)*width], prev)
@@ -376,22 +375,30 @@ func alignLane[V int32 | float32, K kernel[V]](a *Aligner, ln *lane[V], k K, lp 
 		}
 		for t := t1; t > t0; t-- {
 			labels[t] = a.lab[s]
-			s -= get2(a.bp.row((t-1)%seg), s)
+			s -= a.bp.get(a.bp.row((t-1)%seg), s)
 		}
 	}
 	labels[0] = a.lab[s]
 	return nil
 }
 
+// workingBytes is the memory the aligner holds in scratch buffers.
+func (a *Aligner) workingBytes() int64 {
+	n := int64(cap(a.bp.data)) + 4*int64(cap(a.lab)+cap(a.penF)+cap(a.maskI)+cap(a.lo)+cap(a.hi))
+	n += 4 * int64(cap(a.f32.rows[0])+cap(a.f32.rows[1])+cap(a.f32.ck)+cap(a.f32.e))
+	n += 4 * int64(cap(a.i32.rows[0])+cap(a.i32.rows[1])+cap(a.i32.ck)+cap(a.i32.e))
+	return n
+}
+
 // planSegments returns the segment length K: T when all backpointers fit in
 // budget, else the K minimising checkpoints plus one segment of
 // backpointers, or an error when even that does not fit.
 func planSegments(T, S int, budget int64) (int, error) {
-	bpRow := bits2RowBytes(S)
+	bpRow := planesRowBytes(S)
 	if int64(T)*bpRow <= budget {
 		return max(T, 1), nil
 	}
-	rowBytes := int64(S+2) * 4
+	rowBytes := int64(S+18) * 4
 	k := int(math.Ceil(math.Sqrt(float64(T) * float64(rowBytes) / float64(bpRow))))
 	k = max(1, min(k, T))
 	need := int64((T+k-1)/k)*rowBytes + int64(k)*bpRow
@@ -426,8 +433,21 @@ func (k f32Kernel) emit(e []float32, src []float32, star bool) {
 
 func (f32Kernel) rowMax(row []float32, lo, hi int) float32 { return 0 }
 
-func (k f32Kernel) step(prev, cur, e []float32, lab []int32, lo, hi int, bp []uint64, _ float32) float32 {
+func (k f32Kernel) step(prev, cur, e []float32, lab []int32, lo, hi int, bp []byte, _ float32) float32 {
 	if hi <= lo {
+		return 0
+	}
+	if useAVX2 {
+		// Whole 8-state blocks from lo rounded down; rows, labels and
+		// penalties are padded so the last block stays in bounds.
+		b0, b1 := lo&^7, (hi+7)&^7
+		nb := len(bp) / 2
+		_ = prev[b1+9]
+		_ = cur[b1+1]
+		_ = lab[:b1][b1-1]
+		_ = k.pen[:b1][b1-1]
+		_ = bp[nb+b1/8-1]
+		ctcStepF32AVX2(&prev[b0], &k.pen[:b1][b0], &lab[:b1][b0], &e[0], &cur[b0+2], &bp[b0/8], &bp[nb+b0/8], (b1-b0)/8)
 		return 0
 	}
 	// Branch-free torchaudio rule: c2 = x2 > x1 && x2 > x0; c1 = x1 > x0 &&
@@ -436,7 +456,7 @@ func (k f32Kernel) step(prev, cur, e []float32, lab []int32, lo, hi int, bp []ui
 	c := cur[lo+2 : hi+2]
 	pen := k.pen[lo:hi]
 	lb := lab[lo:hi]
-	var acc uint64
+	pl := planeWriter{bp: bp, s: lo}
 	x2p, x1 := p[0], p[1]
 	for i := range c {
 		x0 := p[i+2]
@@ -447,19 +467,40 @@ func (k f32Kernel) step(prev, cur, e []float32, lab []int32, lo, hi int, bp []ui
 		r ^= (r ^ math.Float32bits(x1)) & -c1
 		r ^= (r ^ math.Float32bits(x2)) & -c2
 		c[i] = math.Float32frombits(r) + e[lb[i]]
-		s := lo + i
-		sh := uint(s&31) * 2
-		acc |= uint64(c1|c2<<1) << sh
-		if sh == 62 {
-			bp[s>>5] = acc
-			acc = 0
-		}
+		pl.put(c1, c2)
 		x2p, x1 = x1, x0
 	}
-	if (hi-1)&31 != 31 {
-		bp[(hi-1)>>5] = acc
-	}
+	pl.flush()
 	return 0
+}
+
+// planeWriter appends 2-bit choices to a row of bit planes, one state after
+// another from state s, a byte at a time.
+type planeWriter struct {
+	bp       []byte
+	s        int
+	lo, hi   byte
+}
+
+func (w *planeWriter) put(c1, c2 uint32) {
+	sh := uint(w.s & 7)
+	w.lo |= byte(c1) << sh
+	w.hi |= byte(c2) << sh
+	if sh == 7 {
+		w.bp[w.s>>3] = w.lo
+		w.bp[len(w.bp)/2+w.s>>3] = w.hi
+		w.lo, w.hi = 0, 0
+	}
+	w.s++
+}
+
+// flush stores a partial last byte (bits of states outside the range are 0
+// there and never read).
+func (w *planeWriter) flush() {
+	if w.s&7 != 0 {
+		w.bp[w.s>>3] = w.lo
+		w.bp[len(w.bp)/2+w.s>>3] = w.hi
+	}
 }
 
 // b2u converts a comparison result to 0 or 1 without a branch.
@@ -500,7 +541,7 @@ func (i32Kernel) rowMax(row []int32, lo, hi int) int32 {
 	return m
 }
 
-func (k i32Kernel) step(prev, cur, e []int32, lab []int32, lo, hi int, bp []uint64, m int32) int32 {
+func (k i32Kernel) step(prev, cur, e []int32, lab []int32, lo, hi int, bp []byte, m int32) int32 {
 	mx := ctcNeg
 	if hi <= lo {
 		return mx
@@ -509,7 +550,7 @@ func (k i32Kernel) step(prev, cur, e []int32, lab []int32, lo, hi int, bp []uint
 	c := cur[lo+2 : hi+2]
 	mask := k.mask[lo:hi]
 	lb := lab[lo:hi]
-	var acc uint64
+	pl := planeWriter{bp: bp, s: lo}
 	x2p, x1 := p[0], p[1]
 	for i := range c {
 		x0 := p[i+2]
@@ -525,17 +566,9 @@ func (k i32Kernel) step(prev, cur, e []int32, lab []int32, lo, hi int, bp []uint
 		}
 		c[i] = v
 		mx = max(mx, v)
-		s := lo + i
-		sh := uint(s&31) * 2
-		acc |= uint64(c1|c2<<1) << sh
-		if sh == 62 {
-			bp[s>>5] = acc
-			acc = 0
-		}
+		pl.put(c1, c2)
 		x2p, x1 = x1, x0
 	}
-	if (hi-1)&31 != 31 {
-		bp[(hi-1)>>5] = acc
-	}
+	pl.flush()
 	return mx
 }

@@ -9,9 +9,26 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// kernels runs f once with the pure Go float32 step and, where the CPU has
+// it, once with the AVX2 step.
+func kernels(t *testing.T, f func(t *testing.T)) {
+	avx2 := useAVX2
+	defer func() { useAVX2 = avx2 }()
+	for _, v := range []bool{false, true} {
+		if v && !avx2 {
+			continue
+		}
+		useAVX2 = v
+		t.Run(map[bool]string{false: "go", true: "avx2"}[v], f)
+	}
+}
+
 // TestAlignGolden checks alignment and frame scores against torchaudio's CPU
-// forced_align, frame for frame, with and without checkpointing.
-func TestAlignGolden(t *testing.T) {
+// forced_align, frame for frame, with and without checkpointing, for every
+// float32 kernel.
+func TestAlignGolden(t *testing.T) { kernels(t, testAlignGolden) }
+
+func testAlignGolden(t *testing.T) {
 	m := readManifest(t)
 	for _, c := range m.CTC {
 		t.Run(c.Name, func(t *testing.T) {
@@ -102,7 +119,9 @@ func checkPath(t *testing.T, labels []int32, tg []int, blank int) {
 	assert.Equal(t, tg, got, "collapsed path")
 }
 
-func TestAlignProperties(t *testing.T) {
+func TestAlignProperties(t *testing.T) { kernels(t, testAlignProperties) }
+
+func testAlignProperties(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 60 {
 		T := 1 + rng.IntN(120)
