@@ -477,9 +477,9 @@ func (k f32Kernel) step(prev, cur, e []float32, lab []int32, lo, hi int, bp []by
 // planeWriter appends 2-bit choices to a row of bit planes, one state after
 // another from state s, a byte at a time.
 type planeWriter struct {
-	bp       []byte
-	s        int
-	lo, hi   byte
+	bp     []byte
+	s      int
+	lo, hi byte
 }
 
 func (w *planeWriter) put(c1, c2 uint32) {
