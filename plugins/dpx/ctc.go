@@ -546,6 +546,30 @@ func (k i32Kernel) step(prev, cur, e []int32, lab []int32, lo, hi int, bp []byte
 	if hi <= lo {
 		return mx
 	}
+	if useAVX2 {
+		b0, b1 := lo&^7, (hi+7)&^7
+		nb := len(bp) / 2
+		_ = prev[b1+9]
+		_ = cur[b1+1]
+		_ = lab[:b1][b1-1]
+		_ = k.mask[:b1][b1-1]
+		_ = bp[nb+b1/8-1]
+		call := func(b0, b1 int) int32 {
+			return ctcStepI32AVX2(&prev[b0], &k.mask[:b1][b0], &lab[:b1][b0], &e[0], &cur[b0+2], &bp[b0/8], &bp[nb+b0/8], (b1-b0)/8, m)
+		}
+		if b1-b0 == 8 {
+			call(b0, b1)
+			return k.rowMax(cur, lo, hi)
+		}
+		// The edge blocks hold states outside [lo, hi): their maximum is
+		// taken over the window only.
+		call(b0, b0+8)
+		if b1-b0 > 16 {
+			mx = call(b0+8, b1-8)
+		}
+		call(b1-8, b1)
+		return max(mx, k.rowMax(cur, lo, b0+8), k.rowMax(cur, b1-8, hi))
+	}
 	p := prev[lo : hi+2] // p[i] is state lo-2+i
 	c := cur[lo+2 : hi+2]
 	mask := k.mask[lo:hi]

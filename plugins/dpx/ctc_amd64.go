@@ -2,7 +2,7 @@ package dpx
 
 import "golang.org/x/sys/cpu"
 
-// useAVX2 selects the vector CTC float32 step (the pure Go step is the
+// useAVX2 selects the vector CTC steps (the pure Go step is the
 // fallback and the reference it is tested against).
 var useAVX2 = cpu.X86.HasAVX2
 
@@ -16,3 +16,13 @@ var useAVX2 = cpu.X86.HasAVX2
 //
 //go:noescape
 func ctcStepF32AVX2(prev, pen *float32, lab *int32, e, cur *float32, plane1, plane2 *byte, n int)
+
+// ctcStepI32AVX2 is the int32 step on n blocks of 8 states, with the same
+// layout as ctcStepF32AVX2: x2 = mask[s] ? prev[s-2] : ctcNeg, the same
+// choice rule on integers, cur[s] = ctcNeg if r == ctcNeg else
+// max(r - m + e[lab[s]], ctcFloor) (int32 wrap-around arithmetic, as the
+// scalar step). It returns the maximum of cur over all its lanes (ctcNeg
+// when n is 0).
+//
+//go:noescape
+func ctcStepI32AVX2(prev, mask, lab, e, cur *int32, plane1, plane2 *byte, n int, m int32) int32

@@ -150,7 +150,9 @@ func testAlignProperties(t *testing.T) {
 
 // TestAlignInt32MatchesFloat: on well-separated (peaky) inputs the
 // fixed-point path gives the float path, with and without checkpoints.
-func TestAlignInt32MatchesFloat(t *testing.T) {
+func TestAlignInt32MatchesFloat(t *testing.T) { kernels(t, testAlignInt32MatchesFloat) }
+
+func testAlignInt32MatchesFloat(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := range 40 {
 		T := 5 + rng.IntN(200)
@@ -249,4 +251,42 @@ func TestPlanSegments(t *testing.T) {
 	k, err = planSegments(100, 21, DefaultMaxMemory)
 	require.NoError(t, err)
 	assert.Equal(t, 100, k)
+}
+
+// TestKernelsAgree: the AVX2 and pure Go steps give the same alignment
+// bits on inputs full of ties, -Inf and saturation, in both precisions.
+func TestKernelsAgree(t *testing.T) {
+	if !useAVX2 {
+		t.Log("no AVX2 on this CPU: the pure Go step is the only kernel")
+	}
+	avx2 := useAVX2
+	defer func() { useAVX2 = avx2 }()
+	rng := rand.New(rand.NewPCG(11, 12))
+	for i := range 200 {
+		T := 1 + rng.IntN(90)
+		C := 2 + rng.IntN(6)
+		L := rng.IntN(T/2 + 1)
+		lp, tg := randomProblem(rng, T, L, C, 0, 1)
+		for k := range lp {
+			switch rng.IntN(8) {
+			case 0:
+				lp[k] = float32(math.Inf(-1))
+			case 1, 2:
+				lp[k] = -float32(rng.IntN(3))
+			case 3:
+				lp[k] = -1e6 // saturates the int32 path
+			}
+		}
+		for _, p := range []Precision{Float32, Int32} {
+			opt := AlignOptions{Precision: p, Scale: 1 << 20}
+			useAVX2 = false
+			want, errWant := alignSeg(lp, C, tg, opt, 1+i%7)
+			useAVX2 = avx2
+			got, errGot := alignSeg(lp, C, tg, opt, 1+i%7)
+			require.Equal(t, errWant, errGot)
+			if errWant == nil {
+				require.Equal(t, want.Labels, got.Labels, "case %d %v", i, p)
+			}
+		}
+	}
 }

@@ -52,7 +52,8 @@ var fuzzSeeds = [][]byte{
 }
 
 // FuzzAlign: any input gives an error or a valid path, the same with
-// checkpointing, for both precisions; nothing panics.
+// checkpointing and with the pure Go step, for both precisions; nothing
+// panics.
 func FuzzAlign(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add(s)
@@ -78,6 +79,12 @@ func FuzzAlign(f *testing.F) {
 			ck, err := alignSeg(lp, C, tg, opt, 1+int(r.byte()%5))
 			require.NoError(t, err)
 			require.Equal(t, full.Labels, ck.Labels)
+			avx2 := useAVX2
+			useAVX2 = false
+			scalar, err := alignSeg(lp, C, tg, opt, 0)
+			useAVX2 = avx2
+			require.NoError(t, err)
+			require.Equal(t, full.Labels, scalar.Labels, "AVX2 and Go steps differ")
 		}
 	})
 }
