@@ -57,12 +57,18 @@ func TestAlignOpBatch(t *testing.T) {
 		}
 		lengths[b] = int64(it.T)
 	}
-	out, err := runOp(t, "ctc_align", nil, rt.Tensors{
+	in := rt.Tensors{
 		"log_probs": rt.Must(rt.FromSlice(rt.F32, rt.Shape{B, T, C}, lp)),
 		"targets":   rt.Must(rt.FromSlice(rt.I64, rt.Shape{B, L}, tg)),
 		"lengths":   rt.Must(rt.FromSlice(rt.I64, rt.Shape{B}, lengths)),
-	})
+	}
+	out, err := runOp(t, "ctc_align", nil, in)
 	require.NoError(t, err)
+	again, err := runOp(t, "ctc_align", nil, in)
+	require.NoError(t, err)
+	for _, k := range []string{"alignment", "frame_scores", "score"} {
+		assert.Equal(t, out[k].Data(), again[k].Data(), "deterministic %s", k)
+	}
 	for b, it := range items {
 		row := out["alignment"].I32()[b*T : (b+1)*T]
 		assert.Equal(t, it.want, row[:it.T], "item %d", b)
