@@ -290,3 +290,28 @@ func TestKernelsAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestAlignInt32ExactTies: log-probs that are multiples of 1/4 quantise
+// exactly and sum exactly in float32, so the int32 path (renormalised, but
+// order- and tie-preserving) returns the float32 path even on inputs made
+// of ties.
+func TestAlignInt32ExactTies(t *testing.T) {
+	kernels(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(21, 22))
+		for i := range 100 {
+			T := 1 + rng.IntN(80)
+			C := 2 + rng.IntN(5)
+			L := rng.IntN(T/2 + 1)
+			_, tg := randomProblem(rng, T, L, C, 0, 1)
+			lp := make([]float32, T*C)
+			for k := range lp {
+				lp[k] = -float32(rng.IntN(6)) / 4
+			}
+			f, err := Align(lp, C, tg, AlignOptions{})
+			require.NoError(t, err)
+			q, err := alignSeg(lp, C, tg, AlignOptions{Precision: Int32}, 1+i%5)
+			require.NoError(t, err)
+			require.Equal(t, f.Labels, q.Labels, "case %d", i)
+		}
+	})
+}
