@@ -68,13 +68,16 @@ type Alignment struct {
 // same rules on the integers. A -Inf log-prob quantises to -2^24 quanta, so
 // the int32 path always finds an alignment.
 //
-// Memory: backpointers take 2 bits per trellis state and frame. When all of
-// them (T * (2L+1) / 4 bytes) fit in MaxMemory the backtrace reads them
-// directly; otherwise the forward pass keeps one score row every K frames
-// and the backtrace recomputes one K-frame segment at a time (about one
-// extra forward pass), choosing K to minimise
-// ceil(T/K)*(2L+3)*4 + K*ceil((2L+1)/32)*8 bytes. The path is the same
-// either way: the recomputation repeats the same arithmetic.
+// Memory: backpointers take 2 bits per trellis state and frame, stored as
+// two bit planes (about T * (2L+1) / 4 bytes). When they fit in MaxMemory
+// the backtrace reads them directly; otherwise the forward pass keeps one
+// score row every K frames and the backtrace recomputes one K-frame segment
+// at a time (at most one extra forward pass), with K = sqrt(T * row /
+// planes) minimising ceil(T/K) * row + K * planes bytes (row = (2L+19) * 4
+// bytes of scores, planes = 2 * ((2L+9)/8 + 1) bytes of backpointers per
+// frame). The path is the same either way: the recomputation repeats the
+// same arithmetic. An error names the bytes needed when even the optimum
+// exceeds MaxMemory.
 type Aligner struct {
 	opt   AlignOptions
 	quant quantizer
