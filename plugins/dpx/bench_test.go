@@ -103,3 +103,45 @@ func BenchmarkAlignHour(b *testing.B) {
 		b.ReportMetric(float64(ru.Maxrss)/1024, "peak-rss-MiB")
 	}
 }
+
+// BenchmarkViterbi decodes T=1000 frames of S=64 states.
+func BenchmarkViterbi(b *testing.B) {
+	const T, S = 1000, 64
+	rng := rand.New(rand.NewPCG(3, 3))
+	em, _ := randomProblem(rng, T, 0, S, 0, 2)
+	tr, _ := randomProblem(rng, S, 0, S, 0, 1)
+	pr, _ := randomProblem(rng, 1, 0, S, 0, 1)
+	for _, p := range []Precision{Float32, Int32} {
+		b.Run(p.String(), func(b *testing.B) {
+			h, err := NewHMM(tr, pr, S, p, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			path := make([]int32, T)
+			for b.Loop() {
+				if _, _, err := h.Decode(path, em); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDTW warps two sequences of 1000 steps.
+func BenchmarkDTW(b *testing.B) {
+	const N, M = 1000, 1000
+	rng := rand.New(rand.NewPCG(4, 4))
+	cost := make([]float32, N*M)
+	for i := range cost {
+		cost[i] = float32(rng.Float64())
+	}
+	for _, p := range []Precision{Float32, Int32} {
+		b.Run(p.String(), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := DTW(cost, N, M, p, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
