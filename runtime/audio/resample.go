@@ -239,7 +239,7 @@ func dotClipped(taps, x []float32, s int) float32 {
 // QualityBest; see Resampler for the method and NewResampler for the errors
 // (rates outside [1, MaxSampleRate], or a ratio too irregular to tabulate).
 // Equal rates return a copy of x. Filter banks of recently used rate pairs
-// are kept (at most cacheSize of them), so a stream of short files pays the
+// are kept (at most 8 pairs), so a stream of short files pays the
 // filter design (about 5 ms for 44.1 kHz -> 16 kHz) once.
 func Resample(x []float32, from, to int) ([]float32, error) {
 	r, err := cachedResampler(from, to)
