@@ -122,30 +122,48 @@ func AlignTokens(logProbs []float32, C int, tokens []int, cfg Config) (*Transcri
 	if len(spans) != len(tokens) {
 		return nil, fmt.Errorf("transcript: alignment has %d token spans for %d tokens (a bug)", len(spans), len(tokens))
 	}
-	tr := FromSpans(spans, logProbs, C, cfg)
+	tr, err := FromSpans(spans, logProbs, C, cfg)
+	if err != nil {
+		return nil, err
+	}
 	tr.Score = float64(ali.Score)
 	return tr, nil
 }
 
 // FromSpans builds tokens and words from token spans (from dpx.Greedy or
-// dpx.Spans of an alignment) over logProbs ([T, C]); cfg must be valid for
-// C. Score is left 0.
-func FromSpans(spans []dpx.Span, logProbs []float32, C int, cfg Config) *Transcript {
+// dpx.Spans of an alignment) over logProbs ([T, C]). Spans must be
+// non-empty, in order, within the T frames, with ids in [0, C]; id C (the
+// ctc_align star) has no symbol, log-prob or confidence (all zero) and
+// joins no word. Score is left 0.
+func FromSpans(spans []dpx.Span, logProbs []float32, C int, cfg Config) (*Transcript, error) {
+	if err := cfg.validate(C); err != nil {
+		return nil, err
+	}
+	if len(logProbs)%C != 0 {
+		return nil, fmt.Errorf("transcript: log_probs has %d values; want a multiple of C=%d", len(logProbs), C)
+	}
 	T := len(logProbs) / C
+	prevEnd := int32(0)
+	for i, s := range spans {
+		if s.Start < prevEnd || s.End <= s.Start || int(s.End) > T || s.Token < 0 || int(s.Token) > C {
+			return nil, fmt.Errorf("transcript: span %d (token %d, frames [%d, %d)) is out of order, empty or out of range for T=%d frames and C=%d", i, s.Token, s.Start, s.End, T, C)
+		}
+		prevEnd = s.End
+	}
 	tr := &Transcript{Duration: time.Duration(T) * cfg.FrameStride, Tokens: make([]Token, len(spans))}
 	for i, s := range spans {
 		tok := Token{ID: int(s.Token), StartFrame: int(s.Start), EndFrame: int(s.End),
 			Start: time.Duration(s.Start) * cfg.FrameStride, End: time.Duration(s.End) * cfg.FrameStride}
-		if tok.ID < len(cfg.Vocabulary) {
+		if tok.ID < C {
 			tok.Text = cfg.Vocabulary[tok.ID]
+			var p float64
+			for t := tok.StartFrame; t < tok.EndFrame; t++ {
+				lp := float64(logProbs[t*C+tok.ID])
+				tok.LogProb += lp
+				p += math.Exp(lp)
+			}
+			tok.Confidence = p / float64(tok.EndFrame-tok.StartFrame)
 		}
-		var p float64
-		for t := tok.StartFrame; t < tok.EndFrame; t++ {
-			lp := float64(logProbs[t*C+tok.ID])
-			tok.LogProb += lp
-			p += math.Exp(lp)
-		}
-		tok.Confidence = p / float64(tok.EndFrame-tok.StartFrame)
 		tr.Tokens[i] = tok
 	}
 	tr.Words = words(tr.Tokens, cfg)
@@ -154,7 +172,7 @@ func FromSpans(spans []dpx.Span, logProbs []float32, C int, cfg Config) *Transcr
 		texts[i] = w.Text
 	}
 	tr.Text = strings.Join(texts, " ")
-	return tr
+	return tr, nil
 }
 
 // words groups tokens at delimiter tokens and SentencePiece markers.

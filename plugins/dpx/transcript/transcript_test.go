@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/edgespeech/edge/plugins/dpx"
 )
 
 // peaky builds [T, C] emissions whose frame t has label[t] at log-prob -0.05
@@ -169,4 +171,23 @@ func TestEmptyTranscript(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, Write(&b, tr, VTT, WriteOptions{}))
 	assert.Equal(t, "WEBVTT\n\n", b.String())
+}
+
+func TestFromSpans(t *testing.T) {
+	lp := peaky(hiThere, len(charVocab))
+	C := len(charVocab)
+	// A star span (id C) joins no word and has no confidence.
+	tr, err := FromSpans([]dpx.Span{{Token: 2, Start: 1, End: 3}, {Token: int32(C), Start: 3, End: 5}, {Token: 3, Start: 5, End: 6}}, lp, C, charConfig())
+	require.NoError(t, err)
+	assert.Equal(t, "hi", tr.Text)
+	assert.Equal(t, 0.0, tr.Tokens[1].Confidence)
+	for _, bad := range [][]dpx.Span{
+		{{Token: 2, Start: 3, End: 3}},
+		{{Token: 2, Start: 0, End: 14}},
+		{{Token: 9, Start: 0, End: 1}},
+		{{Token: 2, Start: 4, End: 5}, {Token: 3, Start: 2, End: 3}},
+	} {
+		_, err := FromSpans(bad, lp, C, charConfig())
+		require.ErrorContains(t, err, "out of order, empty or out of range")
+	}
 }
