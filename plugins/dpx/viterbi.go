@@ -84,7 +84,7 @@ func (h *HMM) Decode(dst []int32, emissions []float32) ([]int32, float32, error)
 	}
 	T := len(emissions) / S
 	path := resize(dst, T)
-	bp := make([]int32, (T-1)*S)
+	bp := make([]uint16, (T-1)*S) // S <= 32768: a state index fits 16 bits
 	var score float32
 	if h.precision == Int32 {
 		score = h.decodeI32(path, bp, emissions)
@@ -94,7 +94,7 @@ func (h *HMM) Decode(dst []int32, emissions []float32) ([]int32, float32, error)
 	return path, score, nil
 }
 
-func (h *HMM) decodeF32(path, bp []int32, em []float32) float32 {
+func (h *HMM) decodeF32(path []int32, bp []uint16, em []float32) float32 {
 	S := h.S
 	prev, cur := make([]float32, S), make([]float32, S)
 	for j := range S {
@@ -112,7 +112,7 @@ func (h *HMM) decodeF32(path, bp []int32, em []float32) float32 {
 				}
 			}
 			cur[j] = best + e[j]
-			b[j] = int32(bi)
+			b[j] = uint16(bi)
 		}
 		prev, cur = cur, prev
 	}
@@ -121,7 +121,7 @@ func (h *HMM) decodeF32(path, bp []int32, em []float32) float32 {
 	return prev[j]
 }
 
-func (h *HMM) decodeI32(path, bp []int32, em []float32) float32 {
+func (h *HMM) decodeI32(path []int32, bp []uint16, em []float32) float32 {
 	S := h.S
 	prev, cur, e := make([]int32, S), make([]int32, S), make([]int32, S)
 	h.quant.row(e, em[:S])
@@ -149,7 +149,7 @@ func (h *HMM) decodeI32(path, bp []int32, em []float32) float32 {
 				}
 			}
 			cur[j] = best + e[j]
-			b[j] = int32(bi)
+			b[j] = uint16(bi)
 		}
 		prev, cur = cur, prev
 	}
@@ -164,7 +164,7 @@ func (h *HMM) decodeI32(path, bp []int32, em []float32) float32 {
 }
 
 // backtrace follows per-frame backpointers bp [(T-1), S] from final state j.
-func backtrace(path, bp []int32, S, j int) {
+func backtrace(path []int32, bp []uint16, S, j int) {
 	T := len(path)
 	path[T-1] = int32(j)
 	for t := T - 1; t > 0; t-- {
