@@ -19,7 +19,11 @@ type Frontend struct {
 	winOff int       // where the window starts in the n_fft buffer
 	pad    int       // virtual samples before sample 0 (n_fft/2 when centred)
 	bank   melBank
+	batch  *batchPlan // four frames at a time with SIMD; nil: scalar only
 }
+
+// lanes is how many frames the batch path computes per call.
+const lanes = 4
 
 // NewFrontend validates cfg and precomputes everything Compute needs.
 func NewFrontend(cfg Config) (*Frontend, error) {
@@ -47,6 +51,7 @@ func NewFrontend(cfg Config) (*Frontend, error) {
 		}
 	}
 	f.bank = newMelBank(dense)
+	f.batch = newBatchPlan(f)
 	return f, nil
 }
 
@@ -233,21 +238,26 @@ func parallel(ctx context.Context, n, threads int, newWorker func() func(int)) e
 
 // scratch is one goroutine's workspace.
 type scratch struct {
-	frame []float64 // [n_fft]; zero outside the window, which is all that is rewritten
+	frame []float64 // [n_fft] windowed samples
 	power []float64 // [n_fft/2+1]
 	mel   []float64 // [n_mels]
 	block []float32 // [frameChunk * n_mels] staged log-mel values
 	fft   *rfftScratch
+	batch *batchScratch // the batch path's workspace
 }
 
 func (f *Frontend) newScratch() *scratch {
-	return &scratch{
+	sc := &scratch{
 		frame: make([]float64, f.cfg.NFFT),
 		power: make([]float64, f.cfg.NFFT/2+1),
 		mel:   make([]float64, f.cfg.NumMels),
 		block: make([]float32, frameChunk*f.cfg.NumMels),
 		fft:   f.fft.newScratch(),
 	}
+	if f.batch != nil {
+		sc.batch = f.batch.newScratch()
+	}
+	return sc
 }
 
 // logMelFrames writes the log-mel values of frames [t0, t1) (at most
@@ -257,18 +267,24 @@ func (f *Frontend) newScratch() *scratch {
 func (f *Frontend) logMelFrames(x []float32, g geometry, t0, t1 int, item []float32, frames int, sc *scratch) float64 {
 	c := &f.cfg
 	nm := c.NumMels
-	log10 := c.Normalize == PerUtterance || c.Normalize == Global
-	floor, scale, guard := logGuard, 1.0, logGuard
-	switch {
-	case log10:
-		floor, scale, guard = log10Floor, 1/math.Ln10, 0
-	case c.LogClampMin > 0:
-		floor, guard = c.LogClampMin, 0
-	}
+	guard, floor, scale := f.logParams()
 	mx := math.Inf(-1)
 	block := sc.block[:(t1-t0)*nm]
-	for t := t0; t < t1; t++ {
-		f.fillFrame(x, g, t, sc.frame)
+	t := t0
+	if f.batch != nil {
+		for ; t+lanes <= t1; t += lanes {
+			var rows [lanes][]float32
+			buf, lay := f.batch.input(sc.batch)
+			for l := range lanes {
+				lay.base = l
+				f.fillFrame(x, g, t+l, buf, lay)
+				rows[l] = block[(t+l-t0)*nm : (t+l-t0+1)*nm]
+			}
+			mx = max(mx, f.batch.logMel(&rows, sc.batch))
+		}
+	}
+	for ; t < t1; t++ {
+		f.fillFrame(x, g, t, sc.frame, plainLayout)
 		f.fft.power(sc.frame, sc.power, sc.fft)
 		f.bank.apply(sc.power, sc.mel)
 		row := block[(t-t0)*nm : (t-t0+1)*nm]
@@ -298,30 +314,60 @@ func (f *Frontend) logMelFrames(x []float32, g geometry, t0, t1 int, item []floa
 	return mx
 }
 
-// fillFrame writes window · signal for frame t into the window positions of
-// buf. Frames that lie inside the clip take a branch-free loop; frames that
-// touch an edge resolve each index through the pad mode.
-func (f *Frontend) fillFrame(x []float32, g geometry, t int, buf []float64) {
-	w := f.window
-	dst := buf[f.winOff : f.winOff+len(w)]
-	start := t*f.cfg.HopLength - f.pad + f.winOff // clip index of dst[0]
-	a := f.cfg.PreEmphasis
-	if start >= 1 && start+len(w) <= g.real {
-		src := x[start : start+len(w)]
-		if a == 0 {
-			for j, v := range src {
-				dst[j] = w[j] * float64(v)
-			}
-			return
-		}
-		prev := x[start-1 : start-1+len(w)]
-		for j, v := range src {
-			dst[j] = w[j] * (float64(v) - a*float64(prev[j]))
-		}
-		return
+// logParams returns the log's constants: features are
+// scale·ln(max(mel + guard, floor)), which is log10(max(mel, 1e-10)) for
+// per_utterance/global, ln(max(mel, log_clamp_min)) when that is set, and
+// ln(mel + 2^-24) otherwise.
+func (f *Frontend) logParams() (guard, floor, scale float64) {
+	switch c := &f.cfg; {
+	case c.Normalize == PerUtterance || c.Normalize == Global:
+		return 0, log10Floor, 1 / math.Ln10
+	case c.LogClampMin > 0:
+		return 0, c.LogClampMin, 1
 	}
-	for j := range dst {
-		dst[j] = w[j] * f.sample(x, g, start+j)
+	return logGuard, logGuard, 1
+}
+
+// frameLayout says where position p (0 <= p < n_fft) of a frame goes in a
+// buffer: base + (p&1)·odd + (p>>1)·step. plainLayout is plain order; the
+// batch path puts the pairs (p even, p odd) of frame l into lane l of the
+// real and imaginary halves of its packed structure-of-arrays input.
+type frameLayout struct{ base, odd, step int }
+
+var plainLayout = frameLayout{0, 1, 2}
+
+// fillFrame writes window · signal for frame t into buf (every n_fft
+// position: zeros outside the window). Frames that lie inside the clip take
+// a branch-free loop; frames that touch an edge resolve each index through
+// the pad mode.
+func (f *Frontend) fillFrame(x []float32, g geometry, t int, buf []float64, lay frameLayout) {
+	w := f.window
+	off := f.winOff
+	for p := 0; p < off; p++ {
+		buf[lay.base+(p&1)*lay.odd+(p>>1)*lay.step] = 0
+	}
+	for p := off + len(w); p < f.cfg.NFFT; p++ {
+		buf[lay.base+(p&1)*lay.odd+(p>>1)*lay.step] = 0
+	}
+	start := t*f.cfg.HopLength - f.pad + off // clip index of the window's first sample
+	a := f.cfg.PreEmphasis
+	switch {
+	case start >= 1 && start+len(w) <= g.real && a == 0:
+		for j, v := range x[start : start+len(w)] {
+			p := off + j
+			buf[lay.base+(p&1)*lay.odd+(p>>1)*lay.step] = w[j] * float64(v)
+		}
+	case start >= 1 && start+len(w) <= g.real:
+		prev := x[start-1 : start-1+len(w)]
+		for j, v := range x[start : start+len(w)] {
+			p := off + j
+			buf[lay.base+(p&1)*lay.odd+(p>>1)*lay.step] = w[j] * (float64(v) - a*float64(prev[j]))
+		}
+	default:
+		for j := range w {
+			p := off + j
+			buf[lay.base+(p&1)*lay.odd+(p>>1)*lay.step] = w[j] * f.sample(x, g, start+j)
+		}
 	}
 }
 
