@@ -4,10 +4,11 @@
 One command runs both on the same 30 s clip (plugins/fbank/testdata/speech_a.wav
 repeated, exactly what BenchmarkFbank30s uses) and prints the ratios:
 
-    python3 scripts/golden/fbank_bench.py --go-test PATH/fbank.test
+    python3 scripts/golden/fbank_bench.py --go-test simd=PATH/fbank-simd.test --go-test scalar=PATH/fbank.test
 
---go-test is the Go test binary (`go test -c -o fbank.test ./plugins/fbank`);
-it is run from plugins/fbank so that it finds its testdata. The HF peers:
+--go-test is a Go test binary (`go test -c -o fbank.test ./plugins/fbank`;
+`GOEXPERIMENT=simd go test -c ...` for the AVX2 path), optionally labelled;
+each is run from plugins/fbank so that it finds its testdata. The HF peers:
 
   numpy path   WhisperFeatureExtractor._np_extract_fbank_features, run in a
                child process with OMP/MKL/OPENBLAS threads = 1 (single thread)
@@ -106,7 +107,8 @@ def run_go(go_test, benchtime):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--go-test")
+    ap.add_argument("--go-test", action="append", default=[],
+                    help="Go test binary, optionally LABEL=PATH (repeatable: e.g. simd=... scalar=...)")
     ap.add_argument("--benchtime", default="3s")
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--peer", choices=["numpy", "torch"])
@@ -126,31 +128,40 @@ def main():
     except (OSError, StopIteration):
         pass
     print(f"host: {cpu}, {cores} logical cores")
-    go = run_go(args.go_test, args.benchtime)
-    go_all = max(t for _, t in go)
-    rows = []
+    gos = []
+    for spec in args.go_test:
+        label, _, path = spec.rpartition("=")
+        gos.append((label or "go", run_go(path, args.benchtime)))
+    peers = {}
     for mels in (80, 128):
-        name = f"whisper-{mels}"
-        g1, gall = go.get((name, 1)), go.get((name, go_all))
-        peers = {}
         for path in ("numpy", "torch"):
             for threads in (1, 0):
                 r = run_peer_child(path, mels, threads, args.repeats)
-                peers[(path, threads)] = r and r["seconds"]
-        rows.append((name, g1, gall, peers))
-    print(f"\n30 s clip, seconds per call (median of {args.repeats} for HF; Go: testing.B mean)")
-    print(f"{'preset':12} {'Go 1 thr':>10} {'Go ' + str(go_all) + ' thr':>10} {'HF np 1':>10} {'HF np all':>10} "
-          f"{'HF pt 1':>10} {'HF pt all':>10}  {'np1/Go1':>8} {'pt-all/Go-all':>13}")
+                peers[(mels, path, threads)] = r and r["seconds"]
+
+    def fmt(v):
+        return f"{v * 1e3:9.2f}ms" if v else f"{'n/a':>10}"
+
+    print(f"\n30 s clip, seconds per call (HF: median of {args.repeats}; Go: testing.B mean)")
     ok = True
-    for name, g1, gall, p in rows:
-        def fmt(v):
-            return f"{v * 1e3:9.2f}ms" if v else f"{'n/a':>10}"
-        r1 = p[("numpy", 1)] / g1 if p[("numpy", 1)] and g1 else float("nan")
-        r2 = p[("torch", 0)] / gall if p[("torch", 0)] and gall else float("nan")
-        ok = ok and r1 >= 5 and r2 > 1
-        print(f"{name:12} {fmt(g1)} {fmt(gall)} {fmt(p[('numpy', 1)])} {fmt(p[('numpy', 0)])} "
-              f"{fmt(p[('torch', 1)])} {fmt(p[('torch', 0)])}  {r1:7.1f}x {r2:12.1f}x")
-    print("\ngoals (Go 1 thread >= 5x HF numpy 1 thread; Go all cores > HF torch all cores):", "MET" if ok else "NOT MET")
+    for label, go in gos:
+        go_all = max(t for _, t in go)
+        print(f"\n[{label}]")
+        print(f"{'preset':12} {'Go 1 thr':>10} {'Go ' + str(go_all) + ' thr':>10} {'HF np 1':>10} {'HF np all':>10} "
+              f"{'HF pt 1':>10} {'HF pt all':>10}  {'np1/Go1':>8} {'pt-all/Go-all':>13}")
+        for mels in (80, 128):
+            name = f"whisper-{mels}"
+            g1, gall = go.get((name, 1)), go.get((name, go_all))
+            np1, npall = peers[(mels, "numpy", 1)], peers[(mels, "numpy", 0)]
+            pt1, ptall = peers[(mels, "torch", 1)], peers[(mels, "torch", 0)]
+            r1 = np1 / g1 if np1 and g1 else float("nan")
+            r2 = ptall / gall if ptall and gall else float("nan")
+            if label == gos[0][0]:
+                ok = ok and r1 >= 5 and r2 > 1
+            print(f"{name:12} {fmt(g1)} {fmt(gall)} {fmt(np1)} {fmt(npall)} {fmt(pt1)} {fmt(ptall)}  "
+                  f"{r1:7.1f}x {r2:12.1f}x")
+    print(f"\ngoals for [{gos[0][0]}] (Go 1 thread >= 5x HF numpy 1 thread; Go all cores > HF torch all cores):",
+          "MET" if ok else "NOT MET")
 
 
 if __name__ == "__main__":
