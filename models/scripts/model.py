@@ -129,3 +129,47 @@ class CharCTC(nn.Module):
 
 def count_params(m: nn.Module) -> int:
     return sum(p.numel() for p in m.parameters())
+
+
+def load_onnx_weights(net: CharCTC, path: str) -> CharCTC:
+    """Fill net with the weights of its own ONNX export (export_onnx in
+    train.py), so tools can run the committed model.onnx in torch where ONNX
+    Runtime is not installed. Named initializers map by name; the TorchScript
+    exporter stores each Linear weight transposed as an anonymous MatMul
+    initializer, matched here to the Linear layers in graph order and checked
+    by shape. Raises ValueError when anything is left unmatched."""
+    import onnx
+    from onnx import numpy_helper
+
+    g = onnx.load(path).graph
+    init = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    sd = net.state_dict()
+    new = {}
+    for k in sd:
+        if k in init:
+            new[k] = torch.from_numpy(init[k].copy())
+    linears = [n for n, m in net.named_modules() if isinstance(m, nn.Linear)]
+    matmuls = [n.input[1] for n in g.node if n.op_type == "MatMul" and n.input[1] in init and n.input[1] not in sd]
+    if len(matmuls) != len(linears):
+        raise ValueError(f"{path}: {len(matmuls)} MatMul weights for {len(linears)} Linear layers")
+    for name, w in zip(linears, matmuls):
+        t = torch.from_numpy(init[w].T.copy())
+        if t.shape != sd[name + ".weight"].shape:
+            raise ValueError(f"{path}: {w} has shape {tuple(init[w].shape)}, {name}.weight wants the transpose of {tuple(sd[name + '.weight'].shape)}")
+        new[name + ".weight"] = t
+    missing = [k for k in sd if k not in new]
+    if missing:
+        raise ValueError(f"{path}: no weights for {missing}")
+    net.load_state_dict(new)
+    return net
+
+
+def load_model(path: str) -> CharCTC:
+    """CharCTC in eval mode from a state dict (.pt, written by train.py) or
+    from its ONNX export (.onnx)."""
+    net = CharCTC()
+    if path.endswith(".onnx"):
+        load_onnx_weights(net, path)
+    else:
+        net.load_state_dict(torch.load(path, map_location="cpu"))
+    return net.eval()

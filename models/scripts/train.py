@@ -4,14 +4,15 @@ to ONNX and evaluate it on held-out synthesised sentences. One run does all.
 
   python3 train.py --data TEXT_DIR --out OUT_DIR [--train-seconds 420] ...
 
-TEXT_DIR is what build_corpus.py wrote. Synthesis runs in a process pool while
-training runs, so training starts after the first --min-start utterances and
-its pool of distinct utterances grows to --synth-utts. Training is bounded by
-wall time (--train-seconds) and the learning-rate schedule follows elapsed
-time. Writes to OUT_DIR: model.pt (state dict), model.onnx (opset 17, dynamic
-batch and time), tokens.txt, eval.json (WER/CER per held-out set, from ONNX
-Runtime when it is installed, else from torch), decodes.txt (reference and
-hypothesis of evaluated sentences).
+TEXT_DIR is what build_corpus.py wrote. A process pool first synthesises the
+training utterances (until --synth-utts or --synth-seconds), they are
+resampled and kept on the device as fp16, then training runs for
+--train-seconds of wall time with a learning-rate schedule that follows
+elapsed time (5% warm-up, cosine to 2%). Every batch gets fresh noise and
+SpecAugment masks. Writes to OUT_DIR: model.pt (state dict), model.onnx
+(opset 17, dynamic batch and time), tokens.txt, eval.json (WER/CER per
+held-out set from torch and, when installed, ONNX Runtime), decodes.txt
+(reference and hypothesis of every evaluated sentence).
 
 Audio: espeak-ng speaks at 22050 Hz; it is resampled to 16 kHz with
 torchaudio.functional.resample (windowed sinc, Hann, 6 zero crossings) where
@@ -25,7 +26,6 @@ import math
 import os
 import random
 import sys
-import threading
 import time
 from multiprocessing import Pool
 
@@ -52,7 +52,8 @@ def read_lines(path):
 
 
 class Resampler:
-    """22050 Hz int16 clips -> 16 kHz float32 tensors on device."""
+    """22050 Hz int16 clips -> 16 kHz tensors on device (views into padded
+    batches of similar lengths)."""
 
     def __init__(self, device):
         self.device = device
@@ -62,21 +63,22 @@ class Resampler:
         except ImportError:
             self.af = None
 
-    def __call__(self, clips):
+    def __call__(self, clips, dtype=torch.float32):
         if self.af is None:
             from scipy.signal import resample_poly
-            return [torch.from_numpy(resample_poly(c.astype(np.float32) / 32768.0, 320, 441).astype(np.float32)).to(self.device)
+            return [torch.from_numpy(resample_poly(c.astype(np.float32) / 32768.0, 320, 441).astype(np.float32)).to(self.device, dtype)
                     for c in clips]
-        out = []
-        for i in range(0, len(clips), 256):
-            group = clips[i:i + 256]
-            n = max(len(c) for c in group)
-            x = torch.zeros(len(group), n)
-            for j, c in enumerate(group):
-                x[j, :len(c)] = torch.from_numpy(c.astype(np.float32) / 32768.0)
-            y = self.af.resample(x.to(self.device), synth.NATIVE_RATE, features.SAMPLE_RATE)
-            for j, c in enumerate(group):
-                out.append(y[j, :math.ceil(len(c) * features.SAMPLE_RATE / synth.NATIVE_RATE)].clone())
+        order = sorted(range(len(clips)), key=lambda i: len(clips[i]))
+        out = [None] * len(clips)
+        for g in range(0, len(order), 512):
+            idx = order[g:g + 512]
+            buf = np.zeros((len(idx), len(clips[idx[-1]])), np.int16)
+            for j, i in enumerate(idx):
+                buf[j, :len(clips[i])] = clips[i]
+            x = torch.from_numpy(buf).to(self.device).float() / 32768.0
+            y = self.af.resample(x, synth.NATIVE_RATE, features.SAMPLE_RATE).to(dtype)
+            for j, i in enumerate(idx):
+                out[i] = y[j, :math.ceil(len(clips[i]) * features.SAMPLE_RATE / synth.NATIVE_RATE)]
         return out
 
 
@@ -220,7 +222,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--train-seconds", type=float, default=420)
     ap.add_argument("--synth-utts", type=int, default=120000)
-    ap.add_argument("--min-start", type=int, default=4000)
+    ap.add_argument("--synth-seconds", type=float, default=100)
     ap.add_argument("--eval-per-set", type=int, default=400)
     ap.add_argument("--batch-seconds", type=float, default=600)
     ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
@@ -259,7 +261,7 @@ def main():
     eval_jobs = [(10**9 + k * 100003 + i, s) for k, (_, ss) in enumerate(eval_sets.items()) for i, s in enumerate(ss)]
     eval_out = pool.map(synth.job, eval_jobs, chunksize=16)
     resample = Resampler(device)
-    eval_waves = resample([o[2] for o in eval_out])
+    eval_waves = resample([o[2] for o in eval_out], torch.float32)
     log(f"synthesised {len(eval_out)} eval utterances in {time.time() - t:.1f}s "
         f"({sum(len(o[2]) for o in eval_out) / synth.NATIVE_RATE:.0f} s of speech)")
 
@@ -267,36 +269,32 @@ def main():
         for i in range(args.synth_utts):
             yield (args.seed * 10**8 + i, synth.training_text(text_rng, natural, words))
 
-    pending, lock = [], threading.Lock()
-    synth_stats = {"utts": 0, "failed": 0, "done": False, "seconds": 0.0}
-
-    def collector():
-        for text, tag, pcm in pool.imap_unordered(synth.job, train_jobs(), chunksize=32):
-            if pcm is None:
-                synth_stats["failed"] += 1
-                continue
-            with lock:
-                pending.append((text, pcm))
-            synth_stats["utts"] += 1
-            synth_stats["seconds"] += len(pcm) / synth.NATIVE_RATE
-        synth_stats["done"] = True
-
-    th = threading.Thread(target=collector, daemon=True)
-    th.start()
-    store = Store()
-
-    def drain():
-        with lock:
-            items = pending[:]
-            pending.clear()
-        if items:
-            store.add([t for t, _ in items], resample([p for _, p in items]))
-
+    # training utterances: synthesised up front (CPU pool), until --synth-utts
+    # or --synth-seconds, then resampled on the device
     t = time.time()
-    while synth_stats["utts"] < min(args.min_start, args.synth_utts) and not synth_stats["done"]:
-        time.sleep(0.2)
-    drain()
-    log(f"first {len(store.n)} training utterances after {time.time() - t:.1f}s")
+    texts, pcms, failed, last = [], [], 0, t
+    for text, tag, pcm in pool.imap_unordered(synth.job, train_jobs(), chunksize=64):
+        if pcm is None:
+            failed += 1
+            continue
+        texts.append(text)
+        pcms.append(pcm)
+        if time.time() - last > 15:
+            last = time.time()
+            log(f"synthesised {len(pcms)} utterances ({failed} failed)")
+        if time.time() - t > args.synth_seconds:
+            break
+    pool.terminate()
+    synth_time = time.time() - t
+    speech = sum(len(p) for p in pcms) / synth.NATIVE_RATE
+    log(f"synthesised {len(pcms)} training utterances ({speech / 3600:.1f} h, {failed} failed) in {synth_time:.1f}s "
+        f"with {args.workers} processes: {speech / synth_time:.0f}x real time")
+    t = time.time()
+    store = Store()
+    for i in range(0, len(pcms), 20000):
+        store.add(texts[i:i + 20000], resample(pcms[i:i + 20000], torch.float16))
+    del pcms
+    log(f"resampled and stored {len(store.n)} utterances in {time.time() - t:.1f}s")
 
     fe = features.Parakeet128().to(device)
     net = M.CharCTC(d=args.d, layers=args.layers).to(device)
@@ -318,8 +316,6 @@ def main():
         lr = args.lr * (frac / warm if frac < warm else 0.02 + 0.98 * 0.5 * (1 + math.cos(math.pi * (frac - warm) / (1 - warm))))
         for g in opt.param_groups:
             g["lr"] = lr
-        if step % 50 == 0:
-            drain()
         idx = store.batch(rng, max_samples)
         x, lens = pad_batch([store.wave[i] for i in idx], device)
         net.train()
@@ -338,16 +334,14 @@ def main():
         opt.step()
         step += 1
         seen_sec += float(lens.sum()) / features.SAMPLE_RATE
-        lv = float(loss) if step % 25 == 0 or ema is None else None
+        lv = float(loss.detach()) if step % 25 == 0 or ema is None else None
         if lv is not None:
             ema = lv if ema is None else 0.9 * ema + 0.1 * lv
         if time.time() - last_log > 20:
             last_log = time.time()
             log(f"step {step} loss {ema:.3f} lr {lr:.2e} batch {len(idx)} pool {len(store.n)} utts "
-                f"(synth {synth_stats['utts']} ok, {synth_stats['failed']} failed, {synth_stats['seconds'] / 3600:.1f} h) "
                 f"seen {seen_sec / 3600:.1f} h, {step / (time.time() - t_start):.1f} steps/s")
     train_time = time.time() - t_start
-    pool.terminate()
     log(f"trained {step} steps in {train_time:.0f}s, {seen_sec / 3600:.1f} h of audio seen, "
         f"{len(store.n)} distinct utterances ({sum(store.n) / 16000 / 3600:.1f} h)")
     net.eval()
@@ -377,6 +371,8 @@ def main():
     size = export_onnx(net, onnx_path)
     log(f"exported {onnx_path}: {size / 1e6:.2f} MB")
     results.update(params=M.count_params(net), onnx_bytes=size, train_seconds=train_time, steps=step,
+                   synth_seconds=synth_time, synth_speech_hours=speech / 3600, batch_seconds=args.batch_seconds,
+                   lr=args.lr,
                    audio_hours_seen=seen_sec / 3600, distinct_utts=len(store.n),
                    distinct_hours=sum(store.n) / 16000 / 3600, torch=results["torch"],
                    device=torch.cuda.get_device_name() if device == "cuda" else "cpu", torch_version=torch.__version__)

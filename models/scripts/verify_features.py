@@ -25,11 +25,11 @@ import features  # noqa: E402
 
 STANDIN_LIBROSA = '''
 import numpy as np
-from transformers.audio_utils import mel_filter_bank
 __version__ = "0.11.0"
 class filters:
     @staticmethod
     def mel(sr, n_fft, n_mels=128, fmin=0.0, fmax=None, norm="slaney", htk=False, dtype=np.float32):
+        from transformers.audio_utils import mel_filter_bank  # lazy: audio_utils imports librosa
         fmax = sr / 2 if fmax is None else fmax
         fb = mel_filter_bank(num_frequency_bins=n_fft // 2 + 1, num_mel_filters=n_mels,
                              min_frequency=fmin, max_frequency=fmax, sampling_rate=sr,
