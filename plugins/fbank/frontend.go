@@ -129,21 +129,33 @@ func (f *Frontend) Compute(ctx context.Context, clips [][]float32, threads int) 
 	if len(clips) == 0 {
 		return out, nil
 	}
-	// Phase 0: every sample the STFT reads must be finite (items in parallel).
-	bad := make([]error, len(clips))
-	err := parallel(ctx, len(clips), threads, func() func(int) {
-		return func(b int) {
-			if i, ok := firstNonFinite(clips[b][:geo[b].real]); ok {
-				bad[b] = &ClipError{b, fmt.Errorf("sample %d is %v, want finite samples", i, clips[b][i])}
+	// Phase 0: every sample the STFT reads must be finite (chunks of samples
+	// on all cores: one long clip is as parallel as a batch).
+	const checkChunk = 1 << 15
+	type span struct{ item, lo, hi int }
+	var spans []span
+	for b := range clips {
+		for lo := 0; lo < geo[b].real; lo += checkChunk {
+			spans = append(spans, span{b, lo, min(lo+checkChunk, geo[b].real)})
+		}
+	}
+	bad := make([]int, len(spans)) // index of the first non-finite sample, or -1
+	err := parallel(ctx, len(spans), threads, func() func(int) {
+		return func(u int) {
+			sp := spans[u]
+			bad[u] = -1
+			if i, ok := firstNonFinite(clips[sp.item][sp.lo:sp.hi]); ok {
+				bad[u] = sp.lo + i
 			}
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range bad {
-		if e != nil {
-			return nil, e
+	for u, i := range bad {
+		if i >= 0 {
+			b := spans[u].item
+			return nil, &ClipError{b, fmt.Errorf("sample %d is %v, want finite samples", i, clips[b][i])}
 		}
 	}
 	out.Data = make([]float32, len(clips)*out.Frames*c.NumMels)
@@ -351,23 +363,26 @@ func (f *Frontend) fillFrame(x []float32, g geometry, t int, buf []float64, lay 
 	}
 	start := t*f.cfg.HopLength - f.pad + off // clip index of the window's first sample
 	a := f.cfg.PreEmphasis
-	switch {
-	case start >= 1 && start+len(w) <= g.real && a == 0:
-		for j, v := range x[start : start+len(w)] {
-			p := off + j
-			buf[lay.base+(p&1)*lay.odd+(p>>1)*lay.step] = w[j] * float64(v)
+	inside := start >= 1 && start+len(w) <= g.real
+	if inside && off%2 == 0 && len(w)%2 == 0 {
+		// Pairs (p even, p odd) land at fixed offsets: no per-sample index math.
+		src, prev := x[start:start+len(w)], x[start-1:start-1+len(w)]
+		i := lay.base + (off/2)*lay.step
+		for j := 0; j < len(w); j, i = j+2, i+lay.step {
+			v0, v1 := float64(src[j]), float64(src[j+1])
+			if a != 0 {
+				v0 -= a * float64(prev[j])
+				v1 -= a * float64(prev[j+1])
+			}
+			buf[i] = w[j] * v0
+			buf[i+lay.odd] = w[j+1] * v1
 		}
-	case start >= 1 && start+len(w) <= g.real:
-		prev := x[start-1 : start-1+len(w)]
-		for j, v := range x[start : start+len(w)] {
-			p := off + j
-			buf[lay.base+(p&1)*lay.odd+(p>>1)*lay.step] = w[j] * (float64(v) - a*float64(prev[j]))
-		}
-	default:
-		for j := range w {
-			p := off + j
-			buf[lay.base+(p&1)*lay.odd+(p>>1)*lay.step] = w[j] * f.sample(x, g, start+j)
-		}
+		return
+	}
+	for j := range w {
+		p := off + j
+		v := f.sample(x, g, start+j)
+		buf[lay.base+(p&1)*lay.odd+(p>>1)*lay.step] = w[j] * v
 	}
 }
 
