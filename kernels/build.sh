@@ -27,13 +27,17 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 unity="$tmp/edge_kernels.cu"
 : >"$unity"
 for f in "$here"/*.cu; do echo "#include \"$f\"" >>"$unity"; done
-"$NVCC" -fatbin -O3 -std=c++17 -lineinfo -I"$here" "${targets[@]}" -Xptxas -v \
+# NVCC_EXTRA: more flags for experiments (e.g. -DFBANK_MIN_BLOCKS=3); the
+# committed fatbin is built without.
+read -r -a extra <<<"${NVCC_EXTRA:-}"
+"$NVCC" -fatbin -O3 -std=c++17 -lineinfo -I"$here" "${targets[@]}" "${extra[@]}" -Xptxas -v \
   -o "$out/edge.fatbin" "$unity" 2> >(tee "$out/ptxas.log" >&2)
 version=$("$NVCC" --version | grep -o 'release [0-9.]*, V[0-9.]*' || "$NVCC" --version | tail -1)
 {
   echo "{"
   echo "  \"nvcc\": \"$version\","
   printf '  "targets": "%s",\n' "${targets[*]}"
+  printf '  "flags": "%s",\n' "-O3 -std=c++17 -lineinfo ${extra[*]}"
   echo "  \"fatbin\": \"$(sha256sum "$out/edge.fatbin" | cut -d' ' -f1)\","
   echo "  \"sources\": {"
   first=1
