@@ -170,15 +170,13 @@ func (c *Codebooks) encodeBlock(s *scratch, bl block, x []float32, codes []int32
 	d, nq := c.dim, len(c.stages)
 	n := len(x) / d
 	rows := (n + kernelRows - 1) / kernelRows * kernelRows
-	res, acc := s.res[:rows*d], s.acc[:n*d]
+	if err := checkFrames(x, d, bl); err != nil {
+		return err
+	}
+	res, acc, kern := s.res[:rows*d], s.acc[:n*d], kernel
 	for ci, ch := range c.chains() {
 		copy(res, x)
 		clear(res[n*d:])
-		if ci == 0 {
-			if err := checkFrames(x, d, bl); err != nil {
-				return err
-			}
-		}
 		clear(acc)
 		for q := ch[0]; q < ch[1]; q++ {
 			st := &c.stages[q]
@@ -194,7 +192,7 @@ func (c *Codebooks) encodeBlock(s *scratch, bl block, x []float32, codes []int32
 				}
 				panel, hn := st.panels[p*pl:(p+1)*pl], st.halfNorm[p*panelWidth:(p+1)*panelWidth]
 				for r := 0; r < rows; r += kernelRows {
-					kernel(res[r*d:(r+kernelRows)*d], d, panel, hn, best[r*panelWidth:(r+kernelRows)*panelWidth], bidx[r*panelWidth:(r+kernelRows)*panelWidth], &s.idx)
+					kern(res[r*d:(r+kernelRows)*d], d, panel, hn, best[r*panelWidth:(r+kernelRows)*panelWidth], bidx[r*panelWidth:(r+kernelRows)*panelWidth], &s.idx)
 				}
 			}
 			for i := 0; i < n; i++ {
