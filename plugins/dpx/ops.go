@@ -202,6 +202,9 @@ func parallel(ctx context.Context, n int, fn func(worker, item int) error) error
 
 type alignOp struct {
 	opt AlignOptions
+	// workers keeps one Aligner (and its scratch) per worker across runs;
+	// ops run from one goroutine at a time.
+	workers []*Aligner
 }
 
 func newAlignOp(p rt.Params, b rt.Backend) (rt.Op, error) {
@@ -261,11 +264,15 @@ func (o *alignOp) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error) {
 	ali := rt.Must(rt.NewTensor(rt.I32, rt.Shape{B, T}))
 	fs := rt.Must(rt.NewTensor(rt.F32, rt.Shape{B, T}))
 	sc := rt.Must(rt.NewTensor(rt.F32, rt.Shape{B}))
-	workers := make([]*Aligner, runtime.GOMAXPROCS(0))
-	err = parallel(ctx, B, func(w, b int) error {
-		if workers[w] == nil {
-			workers[w], _ = NewAligner(o.opt) // options checked in newAlignOp
+	for len(o.workers) < runtime.GOMAXPROCS(0) {
+		a, err := NewAligner(o.opt)
+		if err != nil {
+			return nil, err
 		}
+		o.workers = append(o.workers, a)
+	}
+	workers := o.workers
+	err = parallel(ctx, B, func(w, b int) error {
 		n := lengths[b]
 		res := Alignment{Labels: ali.I32()[b*T : b*T+n], FrameScores: fs.F32()[b*T : b*T+n]}
 		if err := workers[w].Align(&res, lp.F32()[b*T*C:(b*T+n)*C], C, targets[b]); err != nil {
