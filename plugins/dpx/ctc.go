@@ -196,6 +196,9 @@ func (a *Aligner) check(logProbs []float32, C int, targets []int) (int, error) {
 	for i, k := range targets {
 		if k < 0 || k > maxID {
 			want := fmt.Sprintf("[0, %d)", C)
+			if k == C {
+				want += fmt.Sprintf(" (id %d is the star: enable the star option)", C)
+			}
 			if a.opt.Star {
 				want = fmt.Sprintf("[0, %d] (%d is the star)", C, C)
 			}
