@@ -27,7 +27,7 @@ var manifestJSON []byte
 // EnvFatbin names the environment variable that, when set, makes Fatbin read
 // the fatbin from that path instead of the embedded one: for running test
 // binaries on the GPU host with kernels built there in the same session.
-const EnvFatbin = "EDGESPEECH_KERNELS_FATBIN"
+const EnvFatbin = "EDGE_KERNELS_FATBIN"
 
 // Manifest describes the embedded fatbin.
 type Manifest struct {
@@ -48,7 +48,7 @@ func ReadManifest() (Manifest, error) {
 }
 
 // Fatbin returns the kernel image and where it came from: the file named by
-// $EDGESPEECH_KERNELS_FATBIN when set, else the embedded edge.fatbin, which must
+// $EDGE_KERNELS_FATBIN when set, else the embedded edge.fatbin, which must
 // match the manifest's hash.
 func Fatbin() (image []byte, source string, err error) {
 	if p := os.Getenv(EnvFatbin); p != "" {

@@ -5,7 +5,7 @@ package fbank
 // Parity of the CUDA kernels (kernels/fbank.cu) with the CPU Frontend, the
 // numerical reference. These tests run on a GPU host only: the binary is
 // built with `go test -c -tags cuda` (make test-cuda-bin) and run there, with
-// $EDGESPEECH_KERNELS_FATBIN pointing at a freshly built fatbin when the sources
+// $EDGE_KERNELS_FATBIN pointing at a freshly built fatbin when the sources
 // changed in the same session.
 
 import (
