@@ -136,18 +136,37 @@ def load_onnx_weights(net: CharCTC, path: str) -> CharCTC:
     train.py), so tools can run the committed model.onnx in torch where ONNX
     Runtime is not installed. Named initializers map by name; the TorchScript
     exporter stores each Linear weight transposed as an anonymous MatMul
-    initializer, matched here to the Linear layers in graph order and checked
-    by shape. Raises ValueError when anything is left unmatched."""
+    initializer, and may merge equal-valued initializers under one name, so
+    Linear weights and LayerNorm parameters are matched to the layers in graph
+    order (checked by shape). Raises ValueError when anything is left unmatched."""
     import onnx
     from onnx import numpy_helper
 
     g = onnx.load(path).graph
     init = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    # merged initializers are re-exposed through Identity nodes
+    for _ in range(len(g.node)):
+        added = False
+        for n in g.node:
+            if n.op_type == "Identity" and n.input[0] in init and n.output[0] not in init:
+                init[n.output[0]] = init[n.input[0]]
+                added = True
+        if not added:
+            break
     sd = net.state_dict()
     new = {}
     for k in sd:
         if k in init:
             new[k] = torch.from_numpy(init[k].copy())
+    # LayerNorm parameters by graph order too: the exporter merges initializers
+    # of equal value (e.g. the ones/zeros of an untrained model) under one name.
+    norms = [n for n, m in net.named_modules() if isinstance(m, nn.LayerNorm)]
+    ln_nodes = [n for n in g.node if n.op_type == "LayerNormalization"]
+    if len(ln_nodes) != len(norms):
+        raise ValueError(f"{path}: {len(ln_nodes)} LayerNormalization nodes for {len(norms)} LayerNorm layers")
+    for name, node in zip(norms, ln_nodes):
+        new[name + ".weight"] = torch.from_numpy(init[node.input[1]].copy())
+        new[name + ".bias"] = torch.from_numpy(init[node.input[2]].copy())
     linears = [n for n, m in net.named_modules() if isinstance(m, nn.Linear)]
     matmuls = [n.input[1] for n in g.node if n.op_type == "MatMul" and n.input[1] in init and n.input[1] not in sd]
     if len(matmuls) != len(linears):
