@@ -169,3 +169,28 @@ func TestGreedy(t *testing.T) {
 	assert.Equal(t, []Span{{1, 0, 2}, {1, 3, 4}, {2, 4, 6}}, got)
 	assert.Equal(t, got, Spans(nil, []int32{1, 1, 0, 1, 2, 2, 0, 0, -1, 2}, 0))
 }
+
+// TestArgmaxSum: the four-lane argmax is the sequential first maximum,
+// ties and -Inf included.
+func TestArgmaxSum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	for range 2000 {
+		n := 1 + rng.IntN(40)
+		a, b := make([]float32, n), make([]float32, n)
+		for i := range a {
+			a[i], b[i] = -float32(rng.IntN(3)), -float32(rng.IntN(3))
+			if rng.IntN(10) == 0 {
+				a[i] = float32(math.Inf(-1))
+			}
+		}
+		best, bi := a[0]+b[0], 0
+		for i := 1; i < n; i++ {
+			if c := a[i] + b[i]; c > best {
+				best, bi = c, i
+			}
+		}
+		v, i := argmaxSum(a, b)
+		require.Equal(t, bi, i)
+		require.Equal(t, best, v)
+	}
+}

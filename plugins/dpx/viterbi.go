@@ -105,12 +105,7 @@ func (h *HMM) decodeF32(path []int32, bp []uint16, em []float32) float32 {
 		b := bp[(t-1)*S : t*S]
 		for j := range S {
 			col := h.trT[j*S : (j+1)*S]
-			best, bi := prev[0]+col[0], 0
-			for i := 1; i < S; i++ {
-				if c := prev[i] + col[i]; c > best {
-					best, bi = c, i
-				}
-			}
+			best, bi := argmaxSum(prev, col)
 			cur[j] = best + e[j]
 			b[j] = uint16(bi)
 		}
@@ -161,6 +156,56 @@ func (h *HMM) decodeI32(path []int32, bp []uint16, em []float32) float32 {
 	}
 	backtrace(path, bp, S, j)
 	return float32(float64(int64(prev[j])+norm) / h.quant.scale)
+}
+
+// argmaxSum returns max_i (a[i] + b[i]) (float32 sums) and its lowest
+// index, for len(a) == len(b) >= 1. Four interleaved lanes keep four
+// independent compare chains in flight; each lane keeps its first maximum
+// and the merge prefers the lower index on ties, so the result is the
+// sequential first maximum.
+func argmaxSum(a, b []float32) (float32, int) {
+	n := len(a)
+	b = b[:n]
+	if n < 8 {
+		best, bi := a[0]+b[0], 0
+		for i := 1; i < n; i++ {
+			if c := a[i] + b[i]; c > best {
+				best, bi = c, i
+			}
+		}
+		return best, bi
+	}
+	v0, v1, v2, v3 := a[0]+b[0], a[1]+b[1], a[2]+b[2], a[3]+b[3]
+	i0, i1, i2, i3 := 0, 1, 2, 3
+	i := 4
+	for ; i+4 <= n; i += 4 {
+		if c := a[i] + b[i]; c > v0 {
+			v0, i0 = c, i
+		}
+		if c := a[i+1] + b[i+1]; c > v1 {
+			v1, i1 = c, i+1
+		}
+		if c := a[i+2] + b[i+2]; c > v2 {
+			v2, i2 = c, i+2
+		}
+		if c := a[i+3] + b[i+3]; c > v3 {
+			v3, i3 = c, i+3
+		}
+	}
+	for ; i < n; i++ {
+		if c := a[i] + b[i]; c > v0 || (c == v0 && i < i0) {
+			v0, i0 = c, i
+		}
+	}
+	for _, l := range [...]struct {
+		v float32
+		i int
+	}{{v1, i1}, {v2, i2}, {v3, i3}} {
+		if l.v > v0 || (l.v == v0 && l.i < i0) {
+			v0, i0 = l.v, l.i
+		}
+	}
+	return v0, i0
 }
 
 // backtrace follows per-frame backpointers bp [(T-1), S] from final state j.
