@@ -194,3 +194,59 @@ func TestArgmaxSum(t *testing.T) {
 		require.Equal(t, best, v)
 	}
 }
+
+// TestFixedGolden checks the int32 paths against the integer reference
+// loops of scripts/golden/dpx.py: paths bit for bit, scores exactly.
+func TestFixedGolden(t *testing.T) {
+	m := readManifest(t).Fixed
+	require.NotEmpty(t, m.CTC)
+	require.NotZero(t, m.Scale)
+	kernels(t, func(t *testing.T) {
+		for _, c := range m.CTC {
+			lp := readGolden(t, "ctc_"+c.Name+"_log_probs")
+			tg := toInts(readGolden(t, "ctc_"+c.Name+"_targets").I64())
+			want := readGolden(t, "fixed_ctc_"+c.Name+"_alignment").I32()
+			for _, seg := range []int{0, 5} {
+				got, err := alignSeg(lp.F32(), lp.Shape()[1], tg, AlignOptions{Blank: c.Blank, Precision: Int32, Scale: m.Scale}, seg)
+				require.NoError(t, err)
+				require.Equal(t, want, got.Labels, "ctc %s segment %d", c.Name, seg)
+			}
+		}
+	})
+	for _, c := range m.Viterbi {
+		em := readGolden(t, "viterbi_"+c.Name+"_emissions")
+		lengths := readGolden(t, "viterbi_"+c.Name+"_lengths").I64()
+		want := readGolden(t, "fixed_viterbi_"+c.Name+"_path").I32()
+		wantScore := readGolden(t, "fixed_viterbi_"+c.Name+"_score").F32()
+		B, T, S := em.Shape()[0], em.Shape()[1], em.Shape()[2]
+		h, err := NewHMM(readGolden(t, "viterbi_"+c.Name+"_transitions").F32(), readGolden(t, "viterbi_"+c.Name+"_priors").F32(), S, Int32, m.Scale)
+		require.NoError(t, err)
+		for b := range B {
+			n := int(lengths[b])
+			path, score, err := h.Decode(nil, em.F32()[b*T*S:(b*T+n)*S])
+			require.NoError(t, err)
+			assert.Equal(t, want[b*T:b*T+n], path, "viterbi %s item %d", c.Name, b)
+			assert.Equal(t, wantScore[b], score, "viterbi %s item %d", c.Name, b)
+		}
+	}
+	for _, c := range m.DTW {
+		cost := readGolden(t, "dtw_"+c.Name+"_cost")
+		lengths := readGolden(t, "dtw_"+c.Name+"_lengths").I64()
+		want := readGolden(t, "fixed_dtw_"+c.Name+"_path").I32()
+		wantTotal := readGolden(t, "fixed_dtw_"+c.Name+"_cost_total").F32()
+		B, N, M := cost.Shape()[0], cost.Shape()[1], cost.Shape()[2]
+		for b := range B {
+			n, mm := int(lengths[2*b]), int(lengths[2*b+1])
+			item := make([]float32, 0, n*mm)
+			for i := range n {
+				item = append(item, cost.F32()[(b*N+i)*M:(b*N+i)*M+mm]...)
+			}
+			got, err := DTW(item, n, mm, Int32, m.Scale)
+			require.NoError(t, err)
+			for k, p := range got.Path {
+				require.Equal(t, want[(b*(N+M)+k)*2:(b*(N+M)+k)*2+2], p[:], "dtw %s item %d step %d", c.Name, b, k)
+			}
+			assert.Equal(t, wantTotal[b], got.Total, "dtw %s item %d", c.Name, b)
+		}
+	}
+}

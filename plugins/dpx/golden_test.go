@@ -26,6 +26,17 @@ type goldenManifest struct {
 	} `json:"ctc"`
 	Viterbi []struct{ Name string } `json:"viterbi"`
 	DTW     []struct{ Name string } `json:"dtw"`
+	// Fixed lists the int32 fixed-point goldens (scripts/golden/dpx.py
+	// integer loops) at Scale quanta per unit.
+	Fixed struct {
+		Scale float64 `json:"scale"`
+		CTC   []struct {
+			Name  string `json:"name"`
+			Blank int    `json:"blank"`
+		} `json:"ctc"`
+		Viterbi []struct{ Name string } `json:"viterbi"`
+		DTW     []struct{ Name string } `json:"dtw"`
+	} `json:"fixed"`
 }
 
 func readManifest(t *testing.T) goldenManifest {

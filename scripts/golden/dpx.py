@@ -14,12 +14,16 @@ Writes .npy files plus a cases.json manifest into OUTDIR:
       max-plus HMM decoding, float32 arithmetic, ties to the lowest index.
   dtw_<case>_{cost,lengths,path,path_len,cost_total}.npy
       min-plus DTW, float32 arithmetic, backtrace ties diagonal, up, left.
+  fixed_{ctc,viterbi,dtw}_<case>_*.npy
+      the int32 fixed-point contracts (scale 1024 quanta per unit, per-frame
+      renormalisation, saturation), from the integer loops below, on inputs
+      reused from the cases above (CTC inputs from the ctc_ files in OUTDIR).
 
 Viterbi and DTW references are the straightforward numpy loops below; they
 run anywhere. The CTC part needs torchaudio (run on the GPU host); without it
 the CTC cases are skipped with a message.
 
-Usage: dpx.py OUTDIR [--only ctc,viterbi,dtw]
+Usage: dpx.py OUTDIR [--only ctc,viterbi,dtw,fixed]
 """
 import argparse
 import json
@@ -261,21 +265,180 @@ def run_dtw(out, manifest):
         print(f"dtw {name}: B={B} N={N} M={M} total={total.tolist()}")
 
 
+SCALE = 1024
+QMAX = 1 << 24
+
+
+def quantize(x, scale=SCALE):
+    """round(x*scale) half away from zero (Go's math.Round), clamped to +-2^24; -inf -> -2^24."""
+    v = np.asarray(x, np.float64) * scale
+    with np.errstate(invalid="ignore"):
+        r = np.sign(v) * np.floor(np.abs(v) + 0.5)
+    r = np.where(np.isneginf(v), -QMAX, r)
+    return np.clip(r, -QMAX, QMAX).astype(np.int64)
+
+
+def ctc_fixed_ref(lp, tg, blank):
+    """CTC int32 contract: torchaudio's rule and window on quantised values, renormalised each frame."""
+    NEG, FLOOR = -(1 << 29), -(1 << 28)
+    q = quantize(lp)
+    T = q.shape[0]
+    L = len(tg)
+    S = 2 * L + 1
+    lab = [blank if s % 2 == 0 else int(tg[s // 2]) for s in range(S)]
+    skip = [s % 2 == 1 and s != 1 and tg[s // 2] != tg[s // 2 - 1] for s in range(S)]
+    R = int(np.sum(tg[1:] == tg[:-1]))
+    start = 0 if T - (L + R) > 0 else 1
+    end = 1 if S == 1 else 2
+    prev = [NEG] * S
+    for s in range(start, end):
+        prev[s] = int(q[0, lab[s]])
+    m = max(prev[start:end])
+    bp = np.zeros((T, S), np.int8)
+    for t in range(1, T):
+        if T - t <= L + R:
+            if start % 2 == 1 and start // 2 + 1 < L and tg[start // 2] != tg[start // 2 + 1]:
+                start += 1
+            start += 1
+        if t <= L + R:
+            if end % 2 == 0 and end < 2 * L and tg[end // 2 - 1] != tg[end // 2]:
+                end += 1
+            end += 1
+        cur = [NEG] * S
+        for s in range(start, end):
+            x0 = prev[s]
+            x1 = prev[s - 1] if s >= 1 else NEG
+            x2 = prev[s - 2] if skip[s] else NEG
+            if x2 > x1 and x2 > x0:
+                r, c = x2, 2
+            elif x1 > x0 and x1 > x2:
+                r, c = x1, 1
+            else:
+                r, c = x0, 0
+            bp[t, s] = c
+            cur[s] = NEG if r == NEG else max(r - m + int(q[t, lab[s]]), FLOOR)
+        m = max(cur[start:end])
+        prev = cur
+    k = S - 1 if prev[S - 1] > prev[S - 2] else S - 2
+    path = np.zeros(T, np.int32)
+    for t in range(T - 1, -1, -1):
+        path[t] = lab[k]
+        k -= bp[t, k]
+    return path
+
+
+def viterbi_fixed_ref(em, tr, pr, T):
+    """Viterbi int32 contract: renormalise to max 0, clamp candidates at -32768, first maximum."""
+    e, trq, prq = quantize(em), quantize(tr), quantize(pr)
+    prev = prq + e[0]
+    norm = 0
+    bps = []
+    for t in range(1, T):
+        mx = int(prev.max())
+        norm += mx
+        prev = prev - mx
+        cand = np.maximum(prev[:, None] + trq, -32768)
+        bp = np.argmax(cand, axis=0)
+        prev = cand[bp, np.arange(len(prev))] + e[t]
+        bps.append(bp)
+    j = int(np.argmax(prev))
+    score = np.float32((int(prev[j]) + norm) / SCALE)
+    path = [j]
+    for bp in reversed(bps):
+        j = int(bp[j])
+        path.append(j)
+    return np.array(path[::-1], np.int32), score
+
+
+def dtw_fixed_ref(c):
+    """DTW int32 contract: quantised costs, integer min-plus, same tie order."""
+    q = quantize(c)
+    N, M = q.shape
+    big = 1 << 62
+    D = np.zeros((N, M), np.int64)
+    for i in range(N):
+        for j in range(M):
+            if i == 0 and j == 0:
+                D[i, j] = q[0, 0]
+                continue
+            up = D[i - 1, j] if i > 0 else big
+            left = D[i, j - 1] if j > 0 else big
+            ul = D[i - 1, j - 1] if i > 0 and j > 0 else big
+            D[i, j] = q[i, j] + min(up, left, ul)
+    i, j = N - 1, M - 1
+    path = [(i, j)]
+    while i > 0 or j > 0:
+        up = D[i - 1, j] if i > 0 else big
+        left = D[i, j - 1] if j > 0 else big
+        ul = D[i - 1, j - 1] if i > 0 and j > 0 else big
+        if ul <= up and ul <= left:
+            i, j = i - 1, j - 1
+        elif up <= left:
+            i -= 1
+        else:
+            j -= 1
+        path.append((i, j))
+    return np.array(path[::-1], np.int32), np.float32(D[N - 1, M - 1] / SCALE)
+
+
+def run_fixed(out, manifest):
+    fixed = {"scale": SCALE, "ctc": [], "viterbi": [], "dtw": []}
+    for name in ["rand_mid", "repeats", "peaky", "ties_coarse", "ties_equal", "neginf", "tight", "blank_last"]:
+        f = os.path.join(out, f"ctc_{name}_log_probs.npy")
+        if not os.path.exists(f):
+            print(f"skipping fixed ctc {name}: {f} missing (run the ctc family first)", file=sys.stderr)
+            continue
+        c = next(c for c in manifest["ctc"] if c["name"] == name)
+        lp = np.load(f)
+        tg = np.load(os.path.join(out, f"ctc_{name}_targets.npy"))
+        np.save(os.path.join(out, f"fixed_ctc_{name}_alignment.npy"), ctc_fixed_ref(lp, tg, c["blank"]))
+        fixed["ctc"].append(dict(name=name, blank=c["blank"]))
+        print(f"fixed ctc {name}")
+    for name, em, tr, pr, lengths in viterbi_cases():
+        B, T, _ = em.shape
+        path = np.full((B, T), -1, np.int32)
+        score = np.zeros(B, np.float32)
+        for b in range(B):
+            p, s = viterbi_fixed_ref(em[b], tr, pr, int(lengths[b]))
+            path[b, : len(p)] = p
+            score[b] = s
+        np.save(os.path.join(out, f"fixed_viterbi_{name}_path.npy"), path)
+        np.save(os.path.join(out, f"fixed_viterbi_{name}_score.npy"), score)
+        fixed["viterbi"].append(dict(name=name))
+        print(f"fixed viterbi {name}: score={score.tolist()}")
+    for name, cost, lengths in dtw_cases():
+        B, N, M = cost.shape
+        path = np.full((B, N + M, 2), -1, np.int32)
+        plen = np.zeros(B, np.int32)
+        total = np.zeros(B, np.float32)
+        for b in range(B):
+            n, m = int(lengths[b, 0]), int(lengths[b, 1])
+            p, tot = dtw_fixed_ref(cost[b, :n, :m])
+            path[b, : len(p)] = p
+            plen[b] = len(p)
+            total[b] = tot
+        for k, v in [("path", path), ("path_len", plen), ("cost_total", total)]:
+            np.save(os.path.join(out, f"fixed_dtw_{name}_{k}.npy"), v)
+        fixed["dtw"].append(dict(name=name))
+        print(f"fixed dtw {name}: total={total.tolist()}")
+    manifest["fixed"] = fixed
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("outdir")
-    ap.add_argument("--only", default="ctc,viterbi,dtw")
+    ap.add_argument("--only", default="ctc,viterbi,dtw,fixed")
     a = ap.parse_args()
     os.makedirs(a.outdir, exist_ok=True)
     only = set(a.only.split(","))
     path = os.path.join(a.outdir, "cases.json")
-    manifest = {"ctc": [], "viterbi": [], "dtw": []}
+    manifest = {"ctc": [], "viterbi": [], "dtw": [], "fixed": {}}
     if os.path.exists(path):
         with open(path) as f:
             manifest.update(json.load(f))
-    for fam, fn in [("ctc", run_ctc), ("viterbi", run_viterbi), ("dtw", run_dtw)]:
+    for fam, fn in [("ctc", run_ctc), ("viterbi", run_viterbi), ("dtw", run_dtw), ("fixed", run_fixed)]:
         if fam in only:
-            manifest[fam] = []
+            manifest[fam] = [] if fam != "fixed" else {}
             fn(a.outdir, manifest)
     with open(path, "w") as f:
         json.dump(manifest, f, indent=1, sort_keys=True)
