@@ -286,10 +286,14 @@ func (f *Frontend) logMelFrames(x []float32, g geometry, t0, t1 int, item []floa
 	if f.batch != nil {
 		for ; t+lanes <= t1; t += lanes {
 			var rows [lanes][]float32
-			buf, lay := f.batch.input(sc.batch)
+			if !f.batch.fill(f, x, g, t, sc.batch) {
+				buf, lay := f.batch.input(sc.batch)
+				for l := range lanes {
+					lay.base = l
+					f.fillFrame(x, g, t+l, buf, lay)
+				}
+			}
 			for l := range lanes {
-				lay.base = l
-				f.fillFrame(x, g, t+l, buf, lay)
 				rows[l] = block[(t+l-t0)*nm : (t+l-t0+1)*nm]
 			}
 			mx = max(mx, f.batch.logMel(&rows, sc.batch))

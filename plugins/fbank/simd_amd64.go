@@ -40,8 +40,8 @@ type vconsts struct {
 	sqrt2, one, two52, bias, ln2, inf  rep4
 	poly                               [7]rep4
 	mant, expOne, two52bits, shift52   [lanes]uint64
-	// The log's guard, floor and scale (see Frontend.logMelFrames).
-	guard, floor, scale rep4
+	// The log's guard, floor and scale (see Frontend.logParams) and the pre-emphasis.
+	guard, floor, scale, preemph rep4
 }
 
 func newVConsts() *vconsts {
@@ -103,6 +103,9 @@ type batchPlan struct {
 	bank   *melBank
 	wrep   []float64 // the bank's weights, replicated
 	k      *vconsts
+	// preemph is cfg.PreEmphasis != 0, decided here: a float compare in the
+	// vector code would be a legacy-SSE UCOMISD.
+	preemph bool
 }
 
 // newBatchPlan returns nil when the CPU or the configuration is not covered.
@@ -117,6 +120,7 @@ func newBatchPlan(f *Frontend) *batchPlan {
 	bp := &batchPlan{h: f.fft.c.n, bank: &f.bank, k: newVConsts()}
 	guard, floor, scale := f.logParams()
 	bp.k.guard, bp.k.floor, bp.k.scale = rep(guard), rep(floor), rep(scale)
+	bp.k.preemph, bp.preemph = rep(f.cfg.PreEmphasis), f.cfg.PreEmphasis != 0
 	for _, w := range f.bank.w {
 		bp.wrep = append(bp.wrep, w, w, w, w)
 	}
@@ -160,6 +164,47 @@ func (bp *batchPlan) newScratch() *batchScratch {
 // (frame l at base l): z[4j+l] = x_l[2j], z[4h+4j+l] = x_l[2j+1].
 func (bp *batchPlan) input(sc *batchScratch) ([]float64, frameLayout) {
 	return sc.z, frameLayout{odd: lanes * bp.h, step: lanes}
+}
+
+// fill writes frames t..t+3 of clip x into sc's input when all four lie
+// inside the clip (the common case), with vector loads and a 4×4 transpose
+// per four samples instead of per-sample scalar stores. It returns false,
+// writing nothing, when a frame touches an edge or the window does not split
+// into aligned groups of four; the caller then fills frame by frame.
+func (bp *batchPlan) fill(f *Frontend, x []float32, g geometry, t int, sc *batchScratch) bool {
+	w, off, hop := f.window, f.winOff, f.cfg.HopLength
+	start := t*hop - f.pad + off
+	if off%2 != 0 || len(w)%4 != 0 || start < 1 || start+3*hop+len(w) > g.real {
+		return false
+	}
+	h := bp.h
+	re, im := sc.re[:lanes*h], sc.im[:lanes*h]
+	// (zero, not cv{}: a literal zero vector compiles to a legacy-SSE XORPS.)
+	for j := 0; j < off/2; j++ {
+		store(re, im, j, cv{zero, zero})
+	}
+	for j := (off + len(w)) / 2; j < h; j++ {
+		store(re, im, j, cv{zero, zero})
+	}
+	av, pre := ld4(&bp.k.preemph), bp.preemph
+	sample := func(s int, win vec) vec {
+		cur := archsimd.LoadFloat32x4Slice(x[s:]).ConvertToFloat64()
+		if pre {
+			cur = cur.Sub(av.Mul(archsimd.LoadFloat32x4Slice(x[s-1:]).ConvertToFloat64()))
+		}
+		return cur.Mul(win)
+	}
+	for u := 0; u < len(w); u += 4 {
+		win := archsimd.LoadFloat64x4Slice(w[u:])
+		s := start + u
+		v0, v1, v2, v3 := sample(s, win), sample(s+hop, win), sample(s+2*hop, win), sample(s+3*hop, win)
+		t0, t1 := v0.SelectFromPairGrouped(0, 2, v1), v0.SelectFromPairGrouped(1, 3, v1)
+		t2, t3 := v2.SelectFromPairGrouped(0, 2, v3), v2.SelectFromPairGrouped(1, 3, v3)
+		j := (off + u) / 2
+		store(re, im, j, cv{t0.Select128FromPair(0, 2, t2), t1.Select128FromPair(0, 2, t3)})
+		store(re, im, j+1, cv{t0.Select128FromPair(1, 3, t2), t1.Select128FromPair(1, 3, t3)})
+	}
+	return true
 }
 
 // logMel computes, for the four frames in sc's input, the log-mel row of

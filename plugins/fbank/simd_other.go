@@ -18,6 +18,10 @@ func (*batchPlan) input(*batchScratch) ([]float64, frameLayout) {
 	panic("fbank: batch path called without GOEXPERIMENT=simd")
 }
 
+func (*batchPlan) fill(*Frontend, []float32, geometry, int, *batchScratch) bool {
+	panic("fbank: batch path called without GOEXPERIMENT=simd")
+}
+
 func (*batchPlan) logMel(*[lanes][]float32, *batchScratch) float64 {
 	panic("fbank: batch path called without GOEXPERIMENT=simd")
 }
