@@ -66,7 +66,7 @@ func Fatbin() (image []byte, source string, err error) {
 		return nil, "", err
 	}
 	if got := sha256Hex(fatbin); got != m.Fatbin {
-		return nil, "", fmt.Errorf("kernels: embedded edge.fatbin has sha256 %s, manifest says %s (rebuild with kernels/build.sh)", got, m.Fatbin)
+		return nil, "", fmt.Errorf("kernels: embedded edge.fatbin (sha256 %s) does not match manifest.json (%s): rebuild with kernels/build.sh", got, m.Fatbin)
 	}
 	return fatbin, "embedded edge.fatbin (" + m.NVCC + ")", nil
 }

@@ -79,3 +79,13 @@ func TestFrameStagesOnHost(t *testing.T) {
 	t.Logf("%s", out)
 	require.NoError(t, err)
 }
+
+func TestFatbinStale(t *testing.T) {
+	t.Setenv(EnvFatbin, "")
+	saved := fatbin
+	t.Cleanup(func() { fatbin = saved })
+	fatbin = append([]byte(nil), saved...)
+	fatbin[len(fatbin)/2] ^= 1
+	_, _, err := Fatbin()
+	assert.ErrorContains(t, err, "does not match manifest.json", "a fatbin that is not the manifest's is refused")
+}
