@@ -42,15 +42,15 @@ type Options struct {
 }
 
 // Encoder runs a CTC acoustic model in one ONNX Runtime session. The session
-// is created once by Open; Run may be called many times, from one goroutine
-// at a time; Close releases it.
+// is created once by Open and Run may be called many times; Close releases
+// it. Run and Close are safe for concurrent use: calls are serialised (for
+// parallel inference, open one Encoder per worker).
 type Encoder struct {
 	sig       *signature
 	manifest  *model.Manifest
 	normalize string
-	opts      Options
 
-	mu      sync.Mutex // guards sess and runOpts against Close during Run
+	mu      sync.Mutex // serialises Run and Close
 	sess    *ort.DynamicAdvancedSession
 	runOpts *ort.RunOptions
 
@@ -100,7 +100,7 @@ func Open(path string, opts Options) (*Encoder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", onnxPath, err)
 	}
-	e := &Encoder{sig: sig, manifest: m, normalize: m.Normalize, opts: opts}
+	e := &Encoder{sig: sig, manifest: m, normalize: m.Normalize}
 	if opts.Normalize != "" {
 		e.normalize = opts.Normalize
 	}
