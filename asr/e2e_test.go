@@ -36,7 +36,7 @@ type clipTruth struct {
 	} `json:"words"`
 }
 
-func loadTruth(t *testing.T, name string) ([]float32, clipTruth) {
+func loadTruth(t testing.TB, name string) ([]float32, clipTruth) {
 	t.Helper()
 	dir := filepath.Join(defaultModel, "testdata")
 	pcm, err := audio.Load(filepath.Join(dir, name+".wav"), 16000)
