@@ -477,3 +477,14 @@ func BenchmarkLogSoftmaxRows(b *testing.B) {
 		logSoftmaxRows(row, vocab)
 	}
 }
+
+func TestSignatureNeedsInputAndOutput(t *testing.T) {
+	ins, outs, err := readIO("testdata/nemo_ctc.onnx")
+	require.NoError(t, err)
+	m := &model.Manifest{Encoder: model.Encoder{
+		Inputs:  map[string]string{"lengths": "length"},
+		Outputs: map[string]string{"log_probs": "logprobs"},
+	}}
+	_, err = newSignature(m, ins[1:], outs)
+	assert.ErrorContains(t, err, "maps no encoder input")
+}

@@ -176,6 +176,9 @@ func newSignature(m *model.Manifest, ins, outs []ort.InputOutputInfo) (*signatur
 	if s.output == nil {
 		s.output, s.logits = out[model.OutputLogits], true
 	}
+	if s.input == nil || s.output == nil { // model.Parse rules this out; a hand-made Manifest may not
+		return nil, fmt.Errorf("the manifest maps no encoder input (features or pcm) or no output (log_probs or logits)")
+	}
 	if m.Vocab != nil {
 		s.vocab = m.Vocab.Len()
 	}
