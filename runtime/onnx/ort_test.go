@@ -97,3 +97,11 @@ func TestMissingLibraryFailsWithInstruction(t *testing.T) {
 	assert.Contains(t, string(out), "Run scripts/fetch-ort.sh (from the edge repository)")
 	assert.Contains(t, string(out), "or set EDGE_ORT_LIB")
 }
+
+// The provisioning script and the cache lookup must agree on the version.
+func TestFetchScriptVersion(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", FetchCommand))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "\nORT_VERSION="+ORTVersion+"\n")
+	assert.Contains(t, string(b), `/edge/onnxruntime/${ORT_VERSION}/linux-${arch}"`)
+}
