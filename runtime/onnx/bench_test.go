@@ -3,7 +3,10 @@ package onnx
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -118,3 +121,37 @@ func BenchmarkRawSession(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkInterleaved alternates the encoder (threads=2) with CPU-bound Go
+// work on two goroutines, as a pipeline alternates fbank and alignment with
+// the encoder, with ONNX Runtime's idle threads spinning or not.
+func BenchmarkInterleaved(b *testing.B) {
+	work := func() {
+		var wg sync.WaitGroup
+		for g := range 2 {
+			wg.Go(func() {
+				x := float64(g)
+				for i := range 2_000_000 {
+					x += math.Sqrt(float64(i))
+				}
+				sink.Add(int64(x))
+			})
+		}
+		wg.Wait()
+	}
+	x := randomF32(runtime.Shape{1, 128, benchFrames}, 7)
+	for _, spin := range []bool{false, true} {
+		b.Run(fmt.Sprintf("spin=%v", spin), func(b *testing.B) {
+			enc := newEncoder(b, map[string]any{"model": "testdata/nemo", "threads": 2, "spin": spin})
+			in := runtime.Tensors{"features": x}
+			for b.Loop() {
+				work()
+				if _, err := enc.Run(context.Background(), in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+var sink atomic.Int64

@@ -488,3 +488,17 @@ func TestSignatureNeedsInputAndOutput(t *testing.T) {
 	_, err = newSignature(m, ins[1:], outs)
 	assert.ErrorContains(t, err, "maps no encoder input")
 }
+
+func TestSpinOption(t *testing.T) {
+	for _, spin := range []bool{false, true} {
+		so, err := sessionOptions(Options{Spin: spin})
+		require.NoError(t, err)
+		want := map[bool]string{false: "0", true: "1"}[spin]
+		for _, key := range []string{"session.intra_op.allow_spinning", "session.inter_op.allow_spinning"} {
+			got, err := so.GetSessionConfigEntry(key)
+			require.NoError(t, err)
+			assert.Equal(t, want, got, key)
+		}
+		require.NoError(t, so.Destroy())
+	}
+}

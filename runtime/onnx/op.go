@@ -33,6 +33,7 @@ func init() {
 				Doc: "ONNX Runtime execution provider"},
 			{Name: "device", Kind: runtime.Int, Default: 0, Doc: "GPU ordinal for cuda and tensorrt"},
 			{Name: "threads", Kind: runtime.Int, Default: 0, Doc: "intra-op threads; 0 = one per physical core"},
+			{Name: "spin", Kind: runtime.Boolean, Default: false, Doc: "let idle ONNX Runtime threads busy-wait between runs (lower latency, but they hold the cores)"},
 			{Name: "normalize", Kind: runtime.String, Enum: []string{model.NormalizeNone, model.NormalizePerUtterance},
 				Doc: "raw-waveform normalisation; default: the manifest's"},
 			{Name: "ort_lib", Kind: runtime.String, Doc: "ONNX Runtime shared library; default $EDGE_ORT_LIB, then the cache of scripts/fetch-ort.sh"},
@@ -56,6 +57,7 @@ func newEncoderOp(p runtime.Params, _ runtime.Backend) (runtime.Op, error) {
 		Device:    p.Int("device"),
 		Threads:   p.Int("threads"),
 		Normalize: p.Str("normalize"),
+		Spin:      p.Bool("spin"),
 	})
 	if err != nil {
 		return nil, err // not a typed nil *Encoder in a non-nil Op
