@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	goruntime "runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -103,10 +106,26 @@ func BenchmarkAlignHour(b *testing.B) {
 	var ms goruntime.MemStats
 	goruntime.ReadMemStats(&ms)
 	b.ReportMetric(float64(ms.Sys)/(1<<20), "go-sys-MiB")
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
-		b.ReportMetric(float64(ru.Maxrss)/1024, "peak-rss-MiB")
+	if hwm, ok := peakRSS(); ok {
+		b.ReportMetric(float64(hwm)/(1<<20), "peak-rss-MiB")
 	}
+}
+
+// peakRSS reads this process's resident-set high-water mark (VmHWM) from
+// /proc (Linux). Unlike getrusage's maxrss it is not inherited across exec,
+// so a fat parent (python with torch) does not inflate it.
+func peakRSS() (int64, bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" && f[2] == "kB" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10, err == nil
+		}
+	}
+	return 0, false
 }
 
 // BenchmarkViterbi decodes T=1000 frames of S=64 states.
