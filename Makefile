@@ -24,7 +24,7 @@ build:
 
 ## demo: transcribe the bundled clip with the bundled default model
 demo: deps build
-	$(BIN)/edge transcribe models/default/testdata/demo.wav
+	$(BIN)/edge transcribe --format tsv models/default/testdata/demo.wav
 
 ## test: vet, then every test (fuzz seed corpora included) with the race detector
 test: deps
