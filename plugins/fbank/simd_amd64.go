@@ -268,9 +268,13 @@ func (bp *batchPlan) melLog(pw []float64, rows *[lanes][]float32, sc *batchScrat
 		for k := 0; k < len(w); k += lanes {
 			acc = archsimd.LoadFloat64x4Slice(w[k:]).MulAdd(archsimd.LoadFloat64x4Slice(p[k:]), acc)
 		}
-		y := lnVec(acc.Add(g).Max(fl), bp.k).Mul(sca)
+		acc.StoreSlice(mel[lanes*i:])
+	}
+	// The logs in a separate loop: independent iterations the CPU overlaps.
+	for i := 0; i < len(mel); i += lanes {
+		y := lnVec(archsimd.LoadFloat64x4Slice(mel[i:]).Add(g).Max(fl), bp.k).Mul(sca)
 		mx = mx.Max(y)
-		y.StoreSlice(mel[lanes*i:])
+		y.StoreSlice(mel[i:])
 	}
 	mx.Store(&sc.y)
 	archsimd.ClearAVXUpperBits()
