@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -51,13 +50,19 @@ func formatNames() string {
 	return strings.Join(names, ", ")
 }
 
-// openRecognizer loads the configured model.
-func openRecognizer(k *koanf.Koanf) (*asr.Recognizer, error) {
-	return asr.Open(modelDir(k.String("model")), asr.Options{
+// openRecognizer resolves where the output of inputs files goes and loads
+// the configured model.
+func openRecognizer(k *koanf.Koanf, inputs int) (*asr.Recognizer, output, error) {
+	out, err := parseOutput(k, inputs)
+	if err != nil {
+		return nil, out, err
+	}
+	rec, err := asr.Open(modelDir(k.String("model")), asr.Options{
 		ORTLib:       k.String("ort_lib"),
 		Threads:      k.Int("threads"),
 		ChunkSeconds: k.Float64("chunk_seconds"),
 	})
+	return rec, out, err
 }
 
 // modelDir resolves the model flag: given paths are used as they are; the
@@ -138,11 +143,7 @@ func runTranscribe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	out, err := parseOutput(k, fs.NArg())
-	if err != nil {
-		return err
-	}
-	rec, err := openRecognizer(k)
+	rec, out, err := openRecognizer(k, fs.NArg())
 	if err != nil {
 		return err
 	}
@@ -229,11 +230,7 @@ func runAlign(ctx context.Context, args []string) error {
 	if strings.TrimSpace(text) == "" {
 		return fmt.Errorf("need a transcript: --text or --text-file: %w", errUsage)
 	}
-	out, err := parseOutput(k, 1)
-	if err != nil {
-		return err
-	}
-	rec, err := openRecognizer(k)
+	rec, out, err := openRecognizer(k, 1)
 	if err != nil {
 		return err
 	}
@@ -245,11 +242,7 @@ func runAlign(ctx context.Context, args []string) error {
 	}
 	tr, err := rec.Align(ctx, pcm, text)
 	if err != nil {
-		var short *asr.TooShortError
-		if errors.As(err, &short) {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		return err
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	if k.Bool("stats") {
 		printStats(os.Stderr, path, rec.Stats())
