@@ -36,8 +36,9 @@ const unknownCap = 1 << 20
 // size is the number of bytes r holds (the file size): everything a header
 // claims is checked against it before anything is allocated, so a lying header
 // cannot make Decode allocate more than about 4*size bytes of samples (float32
-// per 1-byte sample). size < 0 means unknown: allocations then grow with the
-// bytes actually read.
+// per 1-byte sample). size < 0 means unknown: the sample buffer then starts
+// at no more than 4 MiB and grows with the bytes actually read. If r holds
+// fewer bytes than size, the shortfall is reported as truncation.
 //
 // Sample formats: PCM with 8 (unsigned), 16, 24 or 32-bit containers
 // (valid-bits fields below the container size are accepted: the data is
