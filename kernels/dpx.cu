@@ -1,0 +1,627 @@
+// dpx.cu: batched dynamic-programming decoders, the GPU side of the
+// `ctc_align`, `viterbi` and `dtw` ops (plugins/dpx, launched by
+// plugins/dpx/ops_cuda.go). The CPU functions of plugins/dpx are the
+// reference: same recurrences, same float32 operations in the same order,
+// same tie rules, same int32 fixed-point contract (DPX min/max), so the int32
+// path is bit-identical and the float32 path takes the same decisions.
+//
+// Every kernel runs one batch in one launch: one thread block per item
+// (ragged lengths read from per-item tables), a persistent loop over frames
+// (or anti-diagonals) with one __syncthreads per step, backpointers packed
+// to 2 bits per state (CTC, DTW: two 32-bit ballot planes per warp of
+// states) or 16 bits (Viterbi: the argmax), and the backtrace on the device.
+//
+// Every kernel parameter is 8 bytes (pointers, long long, double): the Go
+// launcher passes each argument as one 64-bit word.
+#include "dpx_ops.cuh"
+
+namespace dpxk {
+
+constexpr unsigned kFull = 0xffffffffu;
+constexpr int kMaxPass = 8;         // states per thread (S <= 8 * blockDim)
+constexpr int kCtcNeg = -(1 << 29);  // int32 CTC: unreachable
+constexpr int kCtcFloor = -(1 << 28);  // int32 CTC: saturation of reachable states
+constexpr int kViterbiFloor = -32768;  // int32 Viterbi: candidate floor (int16)
+constexpr int kLabelMask = 0x3fffffff;  // CTC table: label | skip << 30
+
+// Value traits of the two precisions: the unreachable value and how an
+// input log-prob / cost becomes a lane value.
+template <class V>
+struct Lane;
+template <>
+struct Lane<float> {
+  static constexpr bool kInt = false;
+  __device__ static float ctcNeg() { return -INFINITY; }
+  __device__ static float load(float x, double) { return x; }
+};
+template <>
+struct Lane<int> {
+  static constexpr bool kInt = true;
+  __device__ static int ctcNeg() { return kCtcNeg; }
+  __device__ static int load(float x, double scale) { return quant(x, scale); }
+};
+
+// warpMax is the maximum of v over the (full) warp.
+__device__ __forceinline__ int warpMax(int v) {
+#if __CUDA_ARCH__ >= 800
+  return __reduce_max_sync(kFull, v);
+#else
+  for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(kFull, v, o));
+  return v;
+#endif
+}
+
+// rowMax reduces the per-warp maxima wm[0..nw) with three-way DPX max.
+__device__ __forceinline__ int rowMax(const int* wm, int nw) {
+  int m = wm[0];
+  int w = 1;
+  for (; w + 1 < nw; w += 2) m = max3(m, wm[w], wm[w + 1]);
+  if (w < nw) m = max(m, wm[w]);
+  return m;
+}
+
+// ArgBest is a (value, index) pair; better() keeps the larger value and, on
+// equal values, the lower index (the CPU's first maximum).
+template <class V>
+struct ArgBest {
+  V v;
+  int i;
+  __device__ void merge(V ov, int oi) {
+    if (ov > v || (ov == v && oi < i)) v = ov, i = oi;
+  }
+};
+
+// blockArgMax returns the block's best pair to every thread; scratch holds
+// 32 values and 32 indices.
+template <class V>
+__device__ ArgBest<V> blockArgMax(ArgBest<V> a, V* sv, int* si) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  for (int o = 16; o > 0; o >>= 1) {
+    V ov = __shfl_xor_sync(kFull, a.v, o);
+    int oi = __shfl_xor_sync(kFull, a.i, o);
+    a.merge(ov, oi);
+  }
+  __syncthreads();
+  if (lane == 0) sv[warp] = a.v, si[warp] = a.i;
+  __syncthreads();
+  ArgBest<V> r{sv[0], si[0]};
+  for (int w = 1; w < nw; ++w) r.merge(sv[w], si[w]);
+  __syncthreads();
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// CTC forced alignment.
+//
+// Per item b, meta[4b..4b+4) = {T_b frames, S = 2L+1 states, table offset,
+// backpointer offset (words)}; table[off .. off+S) = label | skip << 30 per
+// state (skip: the s-2 -> s transition is allowed), then (lo, hi) per frame:
+// torchaudio's state window, made by the CPU Aligner's prepare.
+//
+// Thread mapping: one block per item; thread x owns states x + p*blockDim
+// (p < ceil(S/blockDim) <= 8), so a warp owns 32 consecutive states per pass
+// and its two __ballot_sync planes (c1: from s-1, c2: from s-2) are the
+// packed backpointers of those states: 2 bits per state and frame,
+// bp[(t-1)][plane][ceil(S/32)] uint32. Frame t reads row t-1 from shared
+// memory (double-buffered rows of S+2 values, two sentinels), so one
+// __syncthreads per frame; the emissions of frame t+1 and its window are
+// loaded while frame t computes.
+//
+// Backtrace: warp 0 walks 32 frames per step: the lanes fetch, for frames
+// t..t-31, the three backpointer words (both planes) that can hold the path
+// (it moves at most 2 states a frame), lane 0 walks them in shared memory,
+// then the lanes write the 32 labels and frame scores in parallel; lane 0
+// sums the frame scores in float64, in frame order, as the CPU does.
+//
+// Shared memory: 8*(S+2) + 1408 bytes; global scratch: (T_b-1)*ceil(S/32)*8
+// bytes of backpointers per item.
+//
+// Numerics: float32: torchaudio's CPU rule (s-2 only if strictly greater
+// than both, else s-1 only if strictly greater than both, else s), value r +
+// e, states outside the window -Inf; the last frame ends on the last label
+// unless the trailing blank is strictly greater. int32: the same rule on
+// quantised values, renormalised by the previous row's maximum m: v =
+// max(r - m + e, -2^28) (fused DPX add-max), unreachable -2^29. The flag
+// when both end states are unreachable (status[3b+2] = 1).
+template <class V>
+__device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
+                         const long long* __restrict__ meta, const int* __restrict__ table,
+                         unsigned* __restrict__ bp, long long blank, double star, double scale,
+                         int* __restrict__ alignment, float* __restrict__ frameScores,
+                         float* __restrict__ score, long long* __restrict__ status) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  using L = Lane<V>;
+  const int b = blockIdx.x;
+  const int tid = threadIdx.x, bd = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = bd >> 5;
+  const long long* mt = meta + 4 * b;
+  const int Tb = (int)mt[0], S = (int)mt[1];
+  const int* labs = table + mt[2];
+  const int* win = labs + S;
+  unsigned* bpi = bp + mt[3];
+  const int W = (S + 31) >> 5;
+  const int P = (S + bd - 1) / bd;
+  const float* x = lp + (long long)b * T * C;
+  int* ali = alignment + (long long)b * T;
+  float* fs = frameScores + (long long)b * T;
+
+  V* row0 = (V*)smem;
+  V* row1 = row0 + (S + 2);
+  int* wmax = (int*)(row1 + S + 2);  // [2][32]
+  unsigned* shBp = (unsigned*)(wmax + 64);  // [32][6]
+  int* shPath = (int*)(shBp + 32 * 6);  // [32]
+  const V neg = L::ctcNeg();
+
+  for (long long t = Tb + tid; t < T; t += bd) ali[t] = -1, fs[t] = 0.f;
+
+  int lab[kMaxPass];
+  unsigned skip = 0;
+#pragma unroll
+  for (int p = 0; p < kMaxPass; ++p) {
+    const int s = p * bd + tid;
+    lab[p] = (int)blank;
+    if (p < P && s < S) {
+      const int v = labs[s];
+      lab[p] = v & kLabelMask;
+      if ((v >> 30) & 1) skip |= 1u << p;
+    }
+  }
+  auto emission = [&](int t, int p) -> float {
+    return lab[p] < C ? x[(long long)t * C + lab[p]] : (float)star;
+  };
+
+  for (int i = tid; i < 2 * (S + 2); i += bd) row0[i] = neg;
+  __syncthreads();
+  {
+    const int lo = win[0], hi = win[1];
+    int wm = kCtcNeg;
+#pragma unroll
+    for (int p = 0; p < kMaxPass; ++p) {
+      const int s = p * bd + tid;
+      if (p < P && s >= lo && s < hi) {
+        const V v = L::load(emission(0, p), scale);
+        row0[s + 2] = v;
+        if constexpr (L::kInt) wm = max(wm, (int)v);
+      }
+    }
+    if constexpr (L::kInt) {
+      wm = warpMax(wm);
+      if (lane == 0) wmax[warp] = wm;
+    }
+  }
+  __syncthreads();
+
+  float en[kMaxPass];
+  int nlo = 0, nhi = 0;
+  if (Tb > 1) {
+    nlo = win[2], nhi = win[3];
+#pragma unroll
+    for (int p = 0; p < kMaxPass; ++p) en[p] = (p < P && p * bd + tid < S) ? emission(1, p) : 0.f;
+  }
+  for (int t = 1; t < Tb; ++t) {
+    const V* prev = (t & 1) ? row0 : row1;
+    V* cur = (t & 1) ? row1 : row0;
+    const int lo = nlo, hi = nhi;
+    float ec[kMaxPass];
+#pragma unroll
+    for (int p = 0; p < kMaxPass; ++p) ec[p] = en[p];
+    if (t + 1 < Tb) {
+      nlo = win[2 * (t + 1)], nhi = win[2 * (t + 1) + 1];
+#pragma unroll
+      for (int p = 0; p < kMaxPass; ++p)
+        if (p < P && p * bd + tid < S) en[p] = emission(t + 1, p);
+    }
+    int m = 0;
+    if constexpr (L::kInt) m = rowMax(wmax + ((t - 1) & 1) * 32, nw);
+    int wm = kCtcNeg;
+    unsigned* bpt = bpi + (long long)(t - 1) * 2 * W;
+#pragma unroll
+    for (int p = 0; p < kMaxPass; ++p) {
+      if (p >= P) break;
+      const int s = p * bd + tid;
+      V v = neg;
+      bool c1 = false, c2 = false;
+      if (s >= lo && s < hi) {
+        const V x0 = prev[s + 2], x1 = prev[s + 1], x2p = prev[s];
+        V x2;
+        if constexpr (L::kInt)
+          x2 = (skip >> p) & 1 ? x2p : neg;
+        else
+          x2 = x2p + ((skip >> p) & 1 ? 0.f : -INFINITY);
+        c2 = x2 > x1 && x2 > x0;
+        c1 = x1 > x0 && x1 > x2;
+        const V r = c2 ? x2 : (c1 ? x1 : x0);
+        if constexpr (L::kInt)
+          v = r == neg ? neg : addmax(r - m, L::load(ec[p], scale), kCtcFloor);
+        else
+          v = r + ec[p];
+      }
+      if (s < S) cur[s + 2] = v;
+      const unsigned b1 = __ballot_sync(kFull, c1), b2 = __ballot_sync(kFull, c2);
+      const int wi = (p * bd >> 5) + warp;
+      if (lane == 0 && wi < W) bpt[wi] = b1, bpt[W + wi] = b2;
+      if constexpr (L::kInt) wm = max(wm, (int)v);
+    }
+    if constexpr (L::kInt) {
+      wm = warpMax(wm);
+      if (lane == 0) wmax[(t & 1) * 32 + warp] = wm;
+    }
+    __syncthreads();
+  }
+
+  if (warp != 0) return;
+  const V* fin = ((Tb - 1) & 1) ? row1 : row0;
+  int s = 0;
+  if (S >= 2) {
+    const V last = fin[S - 1 + 2], lastLabel = fin[S - 2 + 2];
+    if (lane == 0 && last == neg && lastLabel == neg) status[3 * b + 2] = 1;
+    s = last > lastLabel ? S - 1 : S - 2;
+  }
+  auto put = [&](int t, int st) {
+    const int k = labs[st] & kLabelMask;
+    ali[t] = k;
+    fs[t] = k < C ? x[(long long)t * C + k] : (float)star;
+  };
+  for (int t = Tb - 1; t > 0; t -= 32) {
+    const int w0 = s >= 63 ? (s - 63) >> 5 : 0;
+    const int tt = t - lane;
+    if (tt >= 1) {
+      const unsigned* row = bpi + (long long)(tt - 1) * 2 * W;
+#pragma unroll
+      for (int q = 0; q < 3; ++q) {
+        const int wi = w0 + q;
+        shBp[lane * 6 + q] = wi < W ? row[wi] : 0u;
+        shBp[lane * 6 + 3 + q] = wi < W ? row[W + wi] : 0u;
+      }
+    }
+    __syncwarp();
+    if (lane == 0) {
+      for (int k = 0; k < 32 && t - k >= 1; ++k) {
+        shPath[k] = s;
+        const int q = (s >> 5) - w0, bit = s & 31;
+        s -= (int)((shBp[k * 6 + q] >> bit) & 1u) | (int)(((shBp[k * 6 + 3 + q] >> bit) & 1u) << 1);
+      }
+    }
+    __syncwarp();
+    s = __shfl_sync(kFull, s, 0);
+    if (tt >= 1) put(tt, shPath[lane]);
+    __syncwarp();
+  }
+  if (lane == 0) {
+    put(0, s);
+    double sum = 0;
+    for (int t = 0; t < Tb; ++t) sum += (double)fs[t];
+    score[b] = (float)sum;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Viterbi (max-plus HMM).
+//
+// Thread mapping: one block per item; thread x owns states j = x +
+// p*blockDim. For each frame, thread j scans i = 0..S-1: prev[i] from shared
+// memory (a broadcast), trans[i][j] from global memory (coalesced over j,
+// L2-resident across the batch). Rows are double-buffered in shared memory
+// (8*S bytes); backpointers are the argmax, 16 bits per state and frame
+// (bp[(t-1)*S + j], (T_b-1)*S*2 bytes per item); thread 0 backtraces.
+//
+// Numerics: float32: candidates prev[i] + trans[i][j] in float32, first
+// maximum (lowest i) wins, then + e[j]; final state the lowest argmax.
+// int32: quantised inputs; each row is renormalised to maximum 0 (the
+// shift is added back in int64 for the score); a candidate is max(prev[i] +
+// trans[i][j], -32768) (DPX fused add-max), and when every quantised
+// transition is <= 32767 (maxq) the candidates are packed as (c << 16) |
+// (0xFFFF - i) and reduced with three-way DPX max, which picks the largest
+// c and, on ties, the lowest i; otherwise they are compared one by one.
+template <class V>
+__device__ void viterbi(const float* __restrict__ em, long long T, long long S,
+                        const V* __restrict__ trans, const V* __restrict__ priors,
+                        const long long* __restrict__ lens, const int* __restrict__ maxq,
+                        unsigned short* __restrict__ bp, double scale, int* __restrict__ path,
+                        float* __restrict__ score) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  using L = Lane<V>;
+  const int b = blockIdx.x;
+  const int tid = threadIdx.x, bd = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = bd >> 5;
+  const int Tb = (int)lens[b];
+  const int P = ((int)S + bd - 1) / bd;
+  const float* e = em + (long long)b * T * S;
+  unsigned short* bpi = bp + (long long)b * (T - 1) * S;
+  int* out = path + (long long)b * T;
+  V* row0 = (V*)smem;
+  V* row1 = row0 + S;
+  int* wmax = (int*)(row1 + S);       // [32]
+  V* sv = (V*)(wmax + 32);            // [32]
+  int* si = (int*)(sv + 32);          // [32]
+  const bool packed = L::kInt && *maxq <= 32767;
+
+  for (long long t = Tb + tid; t < T; t += bd) out[t] = -1;
+
+  // renorm subtracts the row maximum from row (int32) and returns it.
+  auto renorm = [&](V* row) -> long long {
+    if constexpr (!L::kInt) {
+      __syncthreads();
+      return 0;
+    } else {
+      int wm = INT_MIN;
+      for (int j = tid; j < S; j += bd) wm = max(wm, (int)row[j]);
+      wm = warpMax(wm);
+      if (lane == 0) wmax[warp] = wm;
+      __syncthreads();
+      const int m = rowMax(wmax, nw);
+      for (int j = tid; j < S; j += bd) row[j] -= m;
+      __syncthreads();
+      return m;
+    }
+  };
+
+  for (int j = tid; j < S; j += bd) row0[j] = priors[j] + L::load(e[j], scale);
+  long long norm = renorm(row0);
+
+  float en[kMaxPass];
+#pragma unroll
+  for (int p = 0; p < kMaxPass; ++p) {
+    const int j = p * bd + tid;
+    en[p] = (Tb > 1 && p < P && j < S) ? e[S + j] : 0.f;
+  }
+  for (int t = 1; t < Tb; ++t) {
+    const V* prev = (t & 1) ? row0 : row1;
+    V* cur = (t & 1) ? row1 : row0;
+    unsigned short* bpt = bpi + (long long)(t - 1) * S;
+#pragma unroll
+    for (int p = 0; p < kMaxPass; ++p) {
+      if (p >= P) break;
+      const int j = p * bd + tid;
+      if (j >= S) break;
+      const float ej = en[p];
+      if (t + 1 < Tb) en[p] = e[(long long)(t + 1) * S + j];
+      const V* col = trans + j;
+      V best;
+      int bi;
+      if constexpr (L::kInt) {
+        if (packed) {
+          auto pk = [&](int i) { return (addmax(prev[i], col[(long long)i * S], kViterbiFloor) << 16) | (0xFFFF - i); };
+          int acc = pk(0);
+          int i = 1;
+          for (; i + 1 < S; i += 2) acc = max3(acc, pk(i), pk(i + 1));
+          if (i < S) acc = max(acc, pk(i));
+          best = acc >> 16;
+          bi = 0xFFFF - (acc & 0xFFFF);
+        } else {
+          best = max(prev[0] + col[0], kViterbiFloor), bi = 0;
+          for (int i = 1; i < S; ++i) {
+            const int c = max(prev[i] + col[(long long)i * S], kViterbiFloor);
+            if (c > best) best = c, bi = i;
+          }
+        }
+      } else {
+        best = prev[0] + col[0], bi = 0;
+        for (int i = 1; i < S; ++i) {
+          const float c = prev[i] + col[(long long)i * S];
+          if (c > best) best = c, bi = i;
+        }
+      }
+      cur[j] = best + L::load(ej, scale);
+      bpt[j] = (unsigned short)bi;
+    }
+    norm += renorm(cur);
+  }
+  const V* fin = ((Tb - 1) & 1) ? row1 : row0;
+  ArgBest<V> a{fin[0], 0};
+  for (int j = tid; j < S; j += bd) a.merge(fin[j], j);
+  a = blockArgMax(a, sv, si);
+  if (tid == 0) {
+    if constexpr (L::kInt)
+      score[b] = (float)((double)((long long)a.v + norm) / scale);
+    else
+      score[b] = a.v;
+    int j = a.i;
+    out[Tb - 1] = j;
+    for (int t = Tb - 1; t > 0; --t) {
+      j = bpi[(long long)(t - 1) * S + j];
+      out[t - 1] = j;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// DTW (min-plus, steps diagonal / (i-1, j) / (i, j-1)).
+//
+// Thread mapping: one block per item, an anti-diagonal wavefront: at step d
+// thread x computes the cells (i, d-i) for its rows i = x + r*blockDim
+// (r < ceil(N/blockDim) <= 8). Diagonals d-1 and d-2 are read from shared
+// memory (three rotating buffers of N values, 12*N bytes), one
+// __syncthreads per diagonal; the costs of diagonal d+1 are loaded while d
+// computes. Choices are packed by warp ballots into two bit planes per
+// diagonal: bp[d][plane][ceil(N/32)] uint32 ((N+M-1)*ceil(N/32)*8 bytes
+// per item). Thread 0 backtraces; the block moves the path to the front of
+// its [N+M, 2] row and pads it with -1.
+//
+// Numerics: D = cost + min(diag, up, left) in the value type (float32 sums
+// as the CPU rounds them; int32 on quantised costs, DPX three-way min), ties
+// to diagonal, then up, then left; total = D[n-1][m-1] (int32: / scale).
+template <class V>
+__device__ void dtw(const float* __restrict__ cost, long long N, long long M,
+                    const long long* __restrict__ dims, unsigned* __restrict__ bp, double scale,
+                    int* __restrict__ path, int* __restrict__ pathLen, float* __restrict__ total) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  using L = Lane<V>;
+  const int b = blockIdx.x;
+  const int tid = threadIdx.x, bd = blockDim.x, lane = tid & 31, warp = tid >> 5;
+  const int n = (int)dims[2 * b], m = (int)dims[2 * b + 1];
+  const int R = ((int)N + bd - 1) / bd;
+  const int W = ((int)N + 31) >> 5;
+  const int K = (int)(N + M);
+  const float* c = cost + (long long)b * N * M;
+  unsigned* bpi = bp + (long long)b * (N + M - 1) * 2 * W;
+  int2* out = (int2*)(path + (long long)b * K * 2);
+  V* diag = (V*)smem;  // [3][N]
+  __shared__ int shLen;
+
+  float cn[kMaxPass];
+  auto fetch = [&](int d) {
+#pragma unroll
+    for (int r = 0; r < kMaxPass; ++r) {
+      const int i = r * bd + tid, j = d - i;
+      cn[r] = (r < R && i < n && j >= 0 && j < m) ? c[(long long)i * M + j] : 0.f;
+    }
+  };
+  fetch(0);
+  for (int d = 0; d <= n + m - 2; ++d) {
+    V* cur = diag + (d % 3) * N;
+    const V* p1 = diag + ((d + 2) % 3) * N;  // diagonal d-1
+    const V* p2 = diag + ((d + 1) % 3) * N;  // diagonal d-2
+    float cc[kMaxPass];
+#pragma unroll
+    for (int r = 0; r < kMaxPass; ++r) cc[r] = cn[r];
+    if (d + 1 <= n + m - 2) fetch(d + 1);
+    unsigned* bpd = bpi + (long long)d * 2 * W;
+#pragma unroll
+    for (int r = 0; r < kMaxPass; ++r) {
+      if (r >= R) break;
+      const int i = r * bd + tid, j = d - i;
+      int k = 0;
+      if (i < n && j >= 0 && j < m) {
+        const V cv = L::load(cc[r], scale);
+        V v;
+        if (i == 0 && j == 0) {
+          v = cv;
+        } else if (i == 0) {
+          v = cv + p1[0], k = 2;
+        } else if (j == 0) {
+          v = cv + p1[i - 1], k = 1;
+        } else {
+          const V ul = p2[i - 1], up = p1[i - 1], left = p1[i];
+          V mn;
+          if constexpr (L::kInt)
+            mn = min3(ul, up, left);
+          else
+            mn = fminf(fminf(ul, up), left);
+          k = ul == mn ? 0 : (up <= left ? 1 : 2);
+          v = cv + (k == 0 ? ul : (k == 1 ? up : left));  // the CPU's operand, signed zeros included
+        }
+        cur[i] = v;
+      }
+      const unsigned b1 = __ballot_sync(kFull, k & 1), b2 = __ballot_sync(kFull, k >> 1);
+      const int wi = (r * bd >> 5) + warp;
+      if (lane == 0 && wi < W) bpd[wi] = b1, bpd[W + wi] = b2;
+    }
+    __syncthreads();
+  }
+  if (tid == 0) {
+    const V v = diag[((n + m - 2) % 3) * N + n - 1];
+    if constexpr (L::kInt)
+      total[b] = (float)((double)v / scale);
+    else
+      total[b] = v;
+    int i = n - 1, j = m - 1, k = 0;
+    for (;; ++k) {
+      out[K - 1 - k] = make_int2(i, j);
+      if (i == 0 && j == 0) break;
+      const unsigned* w = bpi + (long long)(i + j) * 2 * W + (i >> 5);
+      const int bit = i & 31;
+      const int ch = (int)((w[0] >> bit) & 1u) | (int)(((w[W] >> bit) & 1u) << 1);
+      if (ch == 0)
+        --i, --j;
+      else if (ch == 1)
+        --i;
+      else
+        --j;
+    }
+    shLen = k + 1;
+    pathLen[b] = k + 1;
+  }
+  __syncthreads();
+  const int len = shLen, off = K - len;
+  // Move [off, K) to [0, len) in ascending chunks: a chunk's writes end
+  // below the next chunk's reads, so read, sync, write, sync is race-free.
+  for (int base = 0; base < len; base += bd) {
+    const int q = base + tid;
+    int2 v = make_int2(-1, -1);
+    if (q < len) v = out[off + q];
+    __syncthreads();
+    if (q < len) out[q] = v;
+    __syncthreads();
+  }
+  for (int q = len + tid; q < K; q += bd) out[q] = make_int2(-1, -1);
+}
+
+}  // namespace dpxk
+
+// ---------------------------------------------------------------------------
+// Input checks and quantisation, shared by the three ops.
+
+// dpx_check scans item b's [rows, cols] block of x (item stride, row
+// stride in elements; rows, cols = dims[b*dimStride], dims[b*dimStride+1])
+// for NaN, +Inf and (unless allowNegInf) -Inf. status[3b] gets ~k of the
+// smallest bad flat index k = r*cols + c (0: none) and status[3b+1] the bit
+// pattern of the largest finite |x|. Grid (any, B), any block size.
+extern "C" __global__ void dpx_check(const float* __restrict__ x, long long itemStride, long long rowStride,
+                                     const long long* __restrict__ dims, long long dimStride, long long allowNegInf,
+                                     unsigned long long* __restrict__ status) {
+  const int b = blockIdx.y;
+  const long long rows = dims[b * dimStride], cols = dims[b * dimStride + 1];
+  const long long n = rows * cols;
+  const float* xb = x + b * itemStride;
+  unsigned long long bad = 0;
+  unsigned amax = 0;
+  for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += (long long)gridDim.x * blockDim.x) {
+    const long long r = k / cols, c = k - r * cols;
+    const float v = xb[r * rowStride + c];
+    const bool finite = fabsf(v) <= FLT_MAX;
+    if (!finite && !(allowNegInf && v == -INFINITY)) {
+      bad = ~(unsigned long long)k;
+      break;
+    }
+    if (finite) amax = max(amax, __float_as_uint(fabsf(v)));
+  }
+  if (bad) atomicMax(status + 3 * b, bad);
+  if (amax) atomicMax(status + 3 * b + 1, (unsigned long long)amax);
+}
+
+// dpx_quantize writes quant(x[k], scale) to out[k] for k < n and the
+// largest value to *maxq (which the caller initialises low).
+extern "C" __global__ void dpx_quantize(const float* __restrict__ x, long long n, double scale, int* __restrict__ out,
+                                        int* __restrict__ maxq) {
+  int mx = INT_MIN;
+  for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += (long long)gridDim.x * blockDim.x) {
+    const int q = dpxk::quant(x[k], scale);
+    out[k] = q;
+    mx = max(mx, q);
+  }
+  mx = dpxk::warpMax(mx);
+  if ((threadIdx.x & 31) == 0) atomicMax(maxq, mx);
+}
+
+#define DPX_CTC_ARGS                                                                                     \
+  const float *lp, long long T, long long C, const long long *meta, const int *table, unsigned *bp,     \
+      long long blank, double star, double scale, int *alignment, float *frameScores, float *score,     \
+      long long *status
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32(DPX_CTC_ARGS) {
+  dpxk::ctcAlign<float>(lp, T, C, meta, table, bp, blank, star, scale, alignment, frameScores, score, status);
+}
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32(DPX_CTC_ARGS) {
+  dpxk::ctcAlign<int>(lp, T, C, meta, table, bp, blank, star, scale, alignment, frameScores, score, status);
+}
+
+extern "C" __global__ void __launch_bounds__(1024)
+    dpx_viterbi_f32(const float* em, long long T, long long S, const float* trans, const float* priors,
+                    const long long* lens, const int* maxq, unsigned short* bp, double scale, int* path,
+                    float* score) {
+  dpxk::viterbi<float>(em, T, S, trans, priors, lens, maxq, bp, scale, path, score);
+}
+extern "C" __global__ void __launch_bounds__(1024)
+    dpx_viterbi_i32(const float* em, long long T, long long S, const int* trans, const int* priors,
+                    const long long* lens, const int* maxq, unsigned short* bp, double scale, int* path,
+                    float* score) {
+  dpxk::viterbi<int>(em, T, S, trans, priors, lens, maxq, bp, scale, path, score);
+}
+
+#define DPX_DTW_ARGS                                                                                     \
+  const float *cost, long long N, long long M, const long long *dims, unsigned *bp, double scale,       \
+      int *path, int *pathLen, float *total
+extern "C" __global__ void __launch_bounds__(1024) dpx_dtw_f32(DPX_DTW_ARGS) {
+  dpxk::dtw<float>(cost, N, M, dims, bp, scale, path, pathLen, total);
+}
+extern "C" __global__ void __launch_bounds__(1024) dpx_dtw_i32(DPX_DTW_ARGS) {
+  dpxk::dtw<int>(cost, N, M, dims, bp, scale, path, pathLen, total);
+}

@@ -1,0 +1,41 @@
+// dpx_ops.cuh: the integer primitives of the dpx kernels (dpx.cu): Hopper
+// DPX min/max instructions where the toolkit has them, an emulated form
+// with identical results elsewhere, and the fixed-point quantiser of
+// plugins/dpx (numeric.go).
+//
+// CUDA >= 12 provides __vimax3_s32, __vimin3_s32 and __viaddmax_s32 on every
+// architecture: single DPX instructions on sm_90, short instruction
+// sequences on others. Older toolkits (the 11.8 used for local syntax
+// checks) get the plain max/min expressions below; integer max/min are
+// exact, so every form gives the same bits.
+#pragma once
+#include <cfloat>
+#include <climits>
+
+namespace dpxk {
+
+#if defined(__CUDACC_VER_MAJOR__) && __CUDACC_VER_MAJOR__ >= 12
+__device__ __forceinline__ int max3(int a, int b, int c) { return __vimax3_s32(a, b, c); }
+__device__ __forceinline__ int min3(int a, int b, int c) { return __vimin3_s32(a, b, c); }
+// addmax is max(a + b, c).
+__device__ __forceinline__ int addmax(int a, int b, int c) { return __viaddmax_s32(a, b, c); }
+#else
+__device__ __forceinline__ int max3(int a, int b, int c) { return max(max(a, b), c); }
+__device__ __forceinline__ int min3(int a, int b, int c) { return min(min(a, b), c); }
+__device__ __forceinline__ int addmax(int a, int b, int c) { return max(a + b, c); }
+#endif
+
+// kQuantMax bounds every quantised value (plugins/dpx QuantMax).
+constexpr int kQuantMax = 1 << 24;
+
+// quant is plugins/dpx's quantizer.q: clamp(round(x * scale), ±2^24) with
+// round half away from zero in float64; -Inf gives -2^24. NaN is rejected
+// before (dpx_check).
+__device__ __forceinline__ int quant(float x, double scale) {
+  const double v = round((double)x * scale);
+  if (v > kQuantMax) return kQuantMax;
+  if (v < -kQuantMax) return -kQuantMax;
+  return (int)v;
+}
+
+}  // namespace dpxk

@@ -1,0 +1,474 @@
+//go:build cuda
+
+package dpx
+
+// Parity of the CUDA kernels (kernels/dpx.cu) with the CPU ops, the
+// reference, and with torchaudio's alignment on the goldens. These tests run
+// on a GPU host only: the binary is built with `go test -c -tags cuda` and
+// run there, with $EDGE_KERNELS_FATBIN pointing at a freshly built fatbin
+// when the sources changed in the same session.
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	rt "github.com/edgespeech/edge/runtime"
+	"github.com/edgespeech/edge/runtime/cuda"
+)
+
+var openCUDA = sync.OnceValues(func() (*cuda.Backend, error) { return cuda.Open(0) })
+
+func cudaBackend(tb testing.TB) *cuda.Backend {
+	tb.Helper()
+	b, err := openCUDA()
+	require.NoError(tb, err)
+	return b
+}
+
+// runCUDA runs op on the GPU (host inputs are uploaded by the Instance) and
+// returns its outputs on the host, checking that they came back on the
+// device.
+func runCUDA(t testing.TB, name string, params map[string]any, in rt.Tensors) (rt.Tensors, error) {
+	t.Helper()
+	be := cudaBackend(t)
+	inst, err := rt.New(name, params, be)
+	require.NoError(t, err)
+	out, err := inst.Run(context.Background(), in)
+	if err != nil {
+		return nil, err
+	}
+	host := rt.Tensors{}
+	for k, v := range out {
+		require.False(t, v.OnHost(), "output %q stays on the device", k)
+		h, err := be.Download(v)
+		require.NoError(t, err)
+		require.NoError(t, v.Buffer().Free())
+		host[k] = h
+	}
+	return host, nil
+}
+
+// requireParity runs op on the CPU and the GPU and requires the same
+// outputs, bit for bit, or the same error.
+func requireParity(t *testing.T, name string, params map[string]any, in rt.Tensors) rt.Tensors {
+	t.Helper()
+	want, wantErr := runOp(t, name, params, in)
+	got, err := runCUDA(t, name, params, in)
+	if wantErr != nil {
+		require.EqualError(t, err, wantErr.Error())
+		return nil
+	}
+	require.NoError(t, err)
+	for k, w := range want {
+		g := got[k]
+		require.NotNil(t, g, "output %q", k)
+		require.Equal(t, w.Shape(), g.Shape(), "output %q", k)
+		switch w.DType() {
+		case rt.I32:
+			requireSameInts(t, w.I32(), g.I32(), k)
+		default:
+			wf, gf := w.F32(), g.F32()
+			for i := range wf {
+				if math.Float32bits(wf[i]) != math.Float32bits(gf[i]) {
+					require.Failf(t, "output differs", "%s[%d]: cpu %v, cuda %v", k, i, wf[i], gf[i])
+				}
+			}
+		}
+	}
+	return got
+}
+
+func requireSameInts(t *testing.T, want, got []int32, name string) {
+	t.Helper()
+	for i := range want {
+		if want[i] != got[i] {
+			require.Failf(t, "output differs", "%s[%d]: cpu %d, cuda %d (first difference of %d)", name, i, want[i], got[i], len(want))
+		}
+	}
+}
+
+var precisions = []string{"f32", "i32"}
+
+// TestCUDAAlignGolden: every torchaudio golden, both precisions, against the
+// CPU op; the float path also against torchaudio's alignment.
+func TestCUDAAlignGolden(t *testing.T) {
+	for _, c := range readManifest(t).CTC {
+		for _, pr := range precisions {
+			t.Run(c.Name+"/"+pr, func(t *testing.T) {
+				lp := readGolden(t, "ctc_"+c.Name+"_log_probs")
+				tg := readGolden(t, "ctc_"+c.Name+"_targets")
+				params := map[string]any{"blank": c.Blank, "star": c.Star, "star_logprob": float64(c.StarLogProb), "precision": pr}
+				got := requireParity(t, "ctc_align", params, rt.Tensors{"log_probs": lp, "targets": tg})
+				if got != nil && pr == "f32" {
+					requireSameInts(t, readGolden(t, "ctc_"+c.Name+"_alignment").I32(), got["alignment"].I32(), "torchaudio alignment")
+				}
+			})
+		}
+	}
+}
+
+// logSoftmax returns random [rows, C] log-probs (normal logits, sd 2).
+func logSoftmax(r *rand.Rand, rows, C int) []float32 {
+	out := make([]float32, rows*C)
+	for i := range rows {
+		row := out[i*C : (i+1)*C]
+		var mx float64 = math.Inf(-1)
+		x := make([]float64, C)
+		for c := range x {
+			x[c] = 2 * r.NormFloat64()
+			mx = max(mx, x[c])
+		}
+		var s float64
+		for _, v := range x {
+			s += math.Exp(v - mx)
+		}
+		for c, v := range x {
+			row[c] = float32(v - mx - math.Log(s))
+		}
+	}
+	return out
+}
+
+// alignBatch makes a ragged batch: item b has T_b frames and L_b targets
+// (ids 1..C-1, some adjacent repeats, -1 padded), lengths given.
+func alignBatch(r *rand.Rand, C int, Ts, Ls []int) rt.Tensors {
+	B := len(Ts)
+	T, L := 0, 0
+	for b := range B {
+		T, L = max(T, Ts[b]), max(L, Ls[b])
+	}
+	lp := logSoftmax(r, B*T, C)
+	tg := make([]int64, B*L)
+	lens := make([]int64, B)
+	for b := range B {
+		lens[b] = int64(Ts[b])
+		for i := range L {
+			tg[b*L+i] = -1
+			if i < Ls[b] {
+				tg[b*L+i] = int64(1 + r.IntN(C-1))
+				if i > 0 && r.IntN(8) == 0 {
+					tg[b*L+i] = tg[b*L+i-1]
+				}
+			}
+		}
+	}
+	return rt.Tensors{
+		"log_probs": rt.Must(rt.FromSlice(rt.F32, rt.Shape{B, T, C}, lp)),
+		"targets":   rt.Must(rt.FromSlice(rt.I64, rt.Shape{B, L}, tg)),
+		"lengths":   rt.Must(rt.FromSlice(rt.I64, rt.Shape{B}, lens)),
+	}
+}
+
+// TestCUDAAlignRandom: ragged batches (one item per block, several passes
+// of states per thread, empty targets, tight T = L + R) on random
+// emissions, both precisions, the star column too.
+func TestCUDAAlignRandom(t *testing.T) {
+	cases := []struct {
+		name   string
+		C      int
+		Ts, Ls []int
+		params map[string]any
+	}{
+		{"ragged", 32, []int{200, 57, 1, 120}, []int{60, 20, 0, 59}, nil},
+		{"multipass", 29, []int{2400, 1900}, []int{1500, 1100}, nil},
+		{"max_states", 32, []int{6100}, []int{(ctcMaxStates - 1) / 2}, nil},
+		{"blank_last", 12, []int{90, 80}, []int{30, 10}, map[string]any{"blank": 11}},
+		{"star", 12, []int{90, 80}, []int{30, 12}, map[string]any{"star": true, "star_logprob": -1.5}},
+	}
+	for i, c := range cases {
+		for _, pr := range precisions {
+			t.Run(c.name+"/"+pr, func(t *testing.T) {
+				r := rand.New(rand.NewPCG(uint64(i), 8))
+				in := alignBatch(r, c.C, c.Ts, c.Ls)
+				if c.params["blank"] == 11 {
+					tg := in["targets"].I64()
+					for k, v := range tg {
+						if v == 11 {
+							tg[k] = 3
+						}
+					}
+				}
+				if c.params["star"] == true {
+					tg := in["targets"].I64()
+					for k := range tg {
+						if tg[k] > 0 && k%5 == 0 {
+							tg[k] = int64(c.C)
+						}
+					}
+				}
+				params := map[string]any{"precision": pr}
+				for k, v := range c.params {
+					params[k] = v
+				}
+				requireParity(t, "ctc_align", params, in)
+			})
+		}
+	}
+}
+
+// TestCUDAErrors: bad values and impossible inputs give the CPU ops' errors.
+func TestCUDAErrors(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	nan := float32(math.NaN())
+	inf := float32(math.Inf(1))
+	ninf := float32(math.Inf(-1))
+	cases := []struct {
+		name string
+		op   string
+		in   func() rt.Tensors
+	}{
+		{"ctc_nan", "ctc_align", func() rt.Tensors {
+			in := alignBatch(r, 8, []int{40, 40}, []int{10, 10})
+			in["log_probs"].F32()[40*8+17*8+3] = nan
+			return in
+		}},
+		{"ctc_inf", "ctc_align", func() rt.Tensors {
+			in := alignBatch(r, 8, []int{40, 30}, []int{10, 10})
+			in["log_probs"].F32()[40*8+29*8] = inf
+			return in
+		}},
+		{"ctc_all_neginf", "ctc_align", func() rt.Tensors {
+			in := alignBatch(r, 8, []int{40}, []int{10})
+			lp := in["log_probs"].F32()
+			for i := range lp {
+				if i%8 != 0 {
+					lp[i] = ninf
+				}
+			}
+			return in
+		}},
+		{"ctc_short", "ctc_align", func() rt.Tensors { return alignBatch(r, 8, []int{40, 9}, []int{10, 10}) }},
+		{"ctc_target_range", "ctc_align", func() rt.Tensors {
+			in := alignBatch(r, 8, []int{40, 40}, []int{10, 10})
+			in["targets"].I64()[13] = 8
+			return in
+		}},
+		{"viterbi_nan", "viterbi", func() rt.Tensors {
+			in := viterbiInput(r, 2, 10, 7, -3)
+			in["emissions"].F32()[70+5*7+2] = nan
+			return in
+		}},
+		{"viterbi_transitions", "viterbi", func() rt.Tensors {
+			in := viterbiInput(r, 2, 10, 7, -3)
+			in["transitions"].F32()[7*3+4] = inf
+			return in
+		}},
+		{"dtw_inf", "dtw", func() rt.Tensors {
+			in := dtwInput(r, []int{9, 12}, []int{11, 7})
+			in["cost"].F32()[12*11+8*11+6] = ninf
+			return in
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := c.in()
+			_, wantErr := runOp(t, c.op, nil, in)
+			require.Error(t, wantErr)
+			_, err := runCUDA(t, c.op, nil, in)
+			require.EqualError(t, err, wantErr.Error())
+		})
+	}
+}
+
+// viterbiInput: B items of T frames, S states, random log-domain scores;
+// transitions scaled by tscale (positive values large enough turn the
+// int32 kernel's packing off).
+func viterbiInput(r *rand.Rand, B, T, S int, tscale float64) rt.Tensors {
+	em := make([]float32, B*T*S)
+	for i := range em {
+		em[i] = float32(-3 * r.Float64())
+	}
+	tr := make([]float32, S*S)
+	for i := range tr {
+		tr[i] = float32(tscale * r.Float64())
+	}
+	pr := make([]float32, S)
+	for i := range pr {
+		pr[i] = float32(-2 * r.Float64())
+	}
+	return rt.Tensors{
+		"emissions":   rt.Must(rt.FromSlice(rt.F32, rt.Shape{B, T, S}, em)),
+		"transitions": rt.Must(rt.FromSlice(rt.F32, rt.Shape{S, S}, tr)),
+		"priors":      rt.Must(rt.FromSlice(rt.F32, rt.Shape{S}, pr)),
+	}
+}
+
+func TestCUDAViterbi(t *testing.T) {
+	cases := []struct {
+		name       string
+		B, T, S    int
+		tscale     float64
+		lens       []int64
+		quantised  bool // inputs on the fixed-point grid: exact ties
+		withLength bool
+	}{
+		{name: "small", B: 3, T: 40, S: 5, tscale: -4},
+		{name: "ragged", B: 4, T: 100, S: 97, tscale: -5, lens: []int64{100, 1, 37, 64}},
+		{name: "multipass", B: 2, T: 30, S: 1500, tscale: -6},
+		{name: "unpacked", B: 2, T: 50, S: 40, tscale: 60},
+		{name: "ties", B: 2, T: 60, S: 33, tscale: -2, quantised: true},
+	}
+	for i, c := range cases {
+		for _, pr := range precisions {
+			t.Run(c.name+"/"+pr, func(t *testing.T) {
+				r := rand.New(rand.NewPCG(uint64(i), 11))
+				in := viterbiInput(r, c.B, c.T, c.S, c.tscale)
+				if c.quantised {
+					for _, k := range []string{"emissions", "transitions", "priors"} {
+						for j, v := range in[k].F32() {
+							in[k].F32()[j] = float32(math.Round(float64(v)*2) / 2)
+						}
+					}
+				}
+				if c.lens != nil {
+					in["lengths"] = rt.Must(rt.FromSlice(rt.I64, rt.Shape{c.B}, c.lens))
+				}
+				requireParity(t, "viterbi", map[string]any{"precision": pr}, in)
+			})
+		}
+	}
+	t.Run("golden", func(t *testing.T) {
+		for _, c := range readManifest(t).Viterbi {
+			in := rt.Tensors{
+				"emissions":   readGolden(t, "viterbi_"+c.Name+"_emissions"),
+				"transitions": readGolden(t, "viterbi_"+c.Name+"_transitions"),
+				"priors":      readGolden(t, "viterbi_"+c.Name+"_priors"),
+				"lengths":     readGolden(t, "viterbi_"+c.Name+"_lengths"),
+			}
+			got := requireParity(t, "viterbi", nil, in)
+			requireSameInts(t, readGolden(t, "viterbi_"+c.Name+"_path").I32(), got["path"].I32(), c.Name+" golden path")
+		}
+	})
+}
+
+// dtwInput: ragged items n_b x m_b in a [B, N, M] cost.
+func dtwInput(r *rand.Rand, ns, ms []int) rt.Tensors {
+	B := len(ns)
+	N, M := 0, 0
+	for b := range B {
+		N, M = max(N, ns[b]), max(M, ms[b])
+	}
+	cost := make([]float32, B*N*M)
+	for i := range cost {
+		cost[i] = float32(r.Float64() * 4)
+	}
+	lens := make([]int64, 2*B)
+	for b := range B {
+		lens[2*b], lens[2*b+1] = int64(ns[b]), int64(ms[b])
+	}
+	return rt.Tensors{
+		"cost":    rt.Must(rt.FromSlice(rt.F32, rt.Shape{B, N, M}, cost)),
+		"lengths": rt.Must(rt.FromSlice(rt.I64, rt.Shape{B, 2}, lens)),
+	}
+}
+
+func TestCUDADTW(t *testing.T) {
+	cases := []struct {
+		name   string
+		ns, ms []int
+		grid   bool // costs on the fixed-point grid: exact ties
+	}{
+		{name: "single", ns: []int{1}, ms: []int{1}},
+		{name: "ragged", ns: []int{50, 1, 33, 70}, ms: []int{64, 20, 1, 65}},
+		{name: "multipass", ns: []int{1300, 2100}, ms: []int{900, 1700}},
+		{name: "ties", ns: []int{40, 41}, ms: []int{45, 30}, grid: true},
+	}
+	for i, c := range cases {
+		for _, pr := range precisions {
+			t.Run(c.name+"/"+pr, func(t *testing.T) {
+				r := rand.New(rand.NewPCG(uint64(i), 5))
+				in := dtwInput(r, c.ns, c.ms)
+				if c.grid {
+					for j, v := range in["cost"].F32() {
+						in["cost"].F32()[j] = float32(math.Round(float64(v)))
+					}
+				}
+				requireParity(t, "dtw", map[string]any{"precision": pr}, in)
+			})
+		}
+	}
+	t.Run("golden", func(t *testing.T) {
+		for _, c := range readManifest(t).DTW {
+			in := rt.Tensors{"cost": readGolden(t, "dtw_"+c.Name+"_cost"), "lengths": readGolden(t, "dtw_"+c.Name+"_lengths")}
+			got := requireParity(t, "dtw", nil, in)
+			requireSameInts(t, readGolden(t, "dtw_"+c.Name+"_path").I32(), got["path"].I32(), c.Name+" golden path")
+		}
+	})
+}
+
+// BenchmarkCUDA times the issue's shapes end to end, per precision: device
+// inputs, one Run (host tables, launches, and the status copy that waits
+// for the kernels). cells/s counts trellis cells: B*T*(2L+1) for CTC,
+// B*(T-1)*S*S state updates for Viterbi, B*N*M for DTW.
+func BenchmarkCUDA(b *testing.B) {
+	be := cudaBackend(b)
+	r := rand.New(rand.NewPCG(8, 8))
+	type shape struct {
+		op, name string
+		in       func() rt.Tensors
+		cells    float64
+	}
+	var shapes []shape
+	for _, s := range []struct{ B, T, L int }{{1, 1500, 300}, {1, 15000, 3000}, {64, 1500, 300}} {
+		Ts, Ls := make([]int, s.B), make([]int, s.B)
+		for i := range s.B {
+			Ts[i], Ls[i] = s.T, s.L
+		}
+		shapes = append(shapes, shape{"ctc_align", fmt.Sprintf("B=%d,T=%d,L=%d,C=32", s.B, s.T, s.L),
+			func() rt.Tensors {
+				in := alignBatch(r, 32, Ts, Ls)
+				delete(in, "lengths")
+				return in
+			}, float64(s.B * s.T * (2*s.L + 1))})
+	}
+	shapes = append(shapes, shape{"viterbi", "B=64,T=2000,S=1024",
+		func() rt.Tensors { return viterbiInput(r, 64, 2000, 1024, -4) }, 64 * 1999 * 1024 * 1024})
+	shapes = append(shapes, shape{"dtw", "B=32,N=2048,M=2048", func() rt.Tensors {
+		cost := make([]float32, 32*2048*2048)
+		for i := range cost {
+			cost[i] = float32(r.Float64() * 4)
+		}
+		return rt.Tensors{"cost": rt.Must(rt.FromSlice(rt.F32, rt.Shape{32, 2048, 2048}, cost))}
+	}, 32 * 2048 * 2048})
+
+	for _, s := range shapes {
+		var dev rt.Tensors
+		for _, pr := range precisions {
+			b.Run(s.op+"/"+s.name+"/"+pr, func(b *testing.B) {
+				if dev == nil {
+					dev = rt.Tensors{}
+					for k, v := range s.in() {
+						d, err := be.Upload(v)
+						require.NoError(b, err)
+						dev[k] = d
+					}
+				}
+				inst, err := rt.New(s.op, map[string]any{"precision": pr}, be)
+				require.NoError(b, err)
+				run := func() {
+					out, err := inst.Run(context.Background(), dev)
+					require.NoError(b, err)
+					for _, v := range out {
+						_ = v.Buffer().Free()
+					}
+				}
+				run() // loads the module, warms the pool
+				n := 0
+				for b.Loop() {
+					run()
+					n++
+				}
+				b.ReportMetric(s.cells*float64(n)/b.Elapsed().Seconds(), "cells/s")
+			})
+		}
+		for _, v := range dev {
+			_ = v.Buffer().Free()
+		}
+	}
+}
