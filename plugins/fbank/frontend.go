@@ -22,8 +22,6 @@ type Frontend struct {
 	batch  *batchPlan // four frames at a time with SIMD; nil: scalar only
 }
 
-// lanes is how many frames the batch path computes per call.
-const lanes = 4
 
 // NewFrontend validates cfg and precomputes everything Compute needs.
 func NewFrontend(cfg Config) (*Frontend, error) {

@@ -7,9 +7,11 @@ import (
 	"simd/archsimd"
 )
 
-// This file is the AVX2/FMA path of the frontend, built with
-// GOEXPERIMENT=simd (Go 1.26's experimental simd/archsimd package). It runs
-// four frames at once, one frame per float64 lane: the same Stockham stages,
+// This file is the SIMD path of the frontend, built with GOEXPERIMENT=simd
+// (Go 1.26's experimental simd/archsimd package). It runs `lanes` frames at
+// once, one frame per float64 lane: four with AVX2+FMA (simd_lanes4_amd64.go)
+// or, built with -tags fbank_avx512, eight with AVX-512
+// (simd_lanes8_amd64.go). Per frame group it does the same Stockham stages,
 // real-FFT split, sparse filterbank and log as the scalar code, with the
 // frames laid out structure-of-arrays (value j of frame f at [4j+f]), so
 // every butterfly is plain lane-wise arithmetic with broadcast twiddles and
@@ -18,18 +20,20 @@ import (
 // AVX2+FMA, use the scalar path. Results agree with the scalar path to
 // float64 rounding (see TestBatchPathMatchesScalar).
 
-type vec = archsimd.Float64x4
-
-// cv is four complex values, one per frame.
+// cv is `lanes` complex values, one per frame.
 type cv struct{ r, i vec }
 
 // rep4 is a constant replicated over the lanes. archsimd's broadcast is
 // emulated (slow), so constants and twiddles are stored replicated and loaded.
 type rep4 = [lanes]float64
 
-func rep(x float64) rep4 { return rep4{x, x, x, x} }
-
-func ld4(a *rep4) vec { return archsimd.LoadFloat64x4(a) }
+func rep(x float64) rep4 {
+	var r rep4
+	for l := range r {
+		r[l] = x
+	}
+	return r
+}
 
 // zero is the all-zero vector (the zero value needs no instruction).
 var zero vec
@@ -57,7 +61,7 @@ func newVConsts() *vconsts {
 }
 
 func load(re, im []float64, j int) cv {
-	return cv{archsimd.LoadFloat64x4Slice(re[lanes*j:]), archsimd.LoadFloat64x4Slice(im[lanes*j:])}
+	return cv{ldSlice(re[lanes*j:]), ldSlice(im[lanes*j:])}
 }
 
 func store(re, im []float64, j int, v cv) {
@@ -84,7 +88,7 @@ func bf4v(a0, a1, a2, a3 cv) (cv, cv, cv, cv) {
 }
 
 // vstage is a Stockham stage with its twiddles split into real and
-// imaginary parts, each replicated over the lanes (twiddle t at [4t, 4t+4)).
+// imaginary parts, each replicated over the lanes (twiddle t at [lanes·t, lanes·(t+1))).
 type vstage struct {
 	p, m, s  int
 	twr, twi []float64
@@ -94,7 +98,7 @@ type vstage struct {
 // tw loads twiddle t.
 func (st *vstage) tw(t int) cv { return load(st.twr, st.twi, t) }
 
-// batchPlan computes log-mel values of four frames per call.
+// batchPlan computes log-mel values of `lanes` frames per call.
 type batchPlan struct {
 	h      int // complex points of the packed transform (n_fft/2)
 	stages []vstage
@@ -110,7 +114,7 @@ type batchPlan struct {
 
 // newBatchPlan returns nil when the CPU or the configuration is not covered.
 func newBatchPlan(f *Frontend) *batchPlan {
-	if !archsimd.X86.AVX2() || !archsimd.X86.FMA() || !f.fft.half {
+	if !cpuSupported() || !f.fft.half {
 		return nil
 	}
 	// The vector log needs normal (non-subnormal) arguments.
@@ -122,7 +126,8 @@ func newBatchPlan(f *Frontend) *batchPlan {
 	bp.k.guard, bp.k.floor, bp.k.scale = rep(guard), rep(floor), rep(scale)
 	bp.k.preemph, bp.preemph = rep(f.cfg.PreEmphasis), f.cfg.PreEmphasis != 0
 	for _, w := range f.bank.w {
-		bp.wrep = append(bp.wrep, w, w, w, w)
+		r := rep(w)
+		bp.wrep = append(bp.wrep, r[:]...)
 	}
 	for _, st := range f.fft.c.stages {
 		switch st.p {
@@ -132,14 +137,16 @@ func newBatchPlan(f *Frontend) *batchPlan {
 		}
 		vs := vstage{p: st.p, m: st.m, s: st.s, k: bp.k}
 		for _, w := range st.tw {
-			vs.twr = append(vs.twr, real(w), real(w), real(w), real(w))
-			vs.twi = append(vs.twi, imag(w), imag(w), imag(w), imag(w))
+			r, i := rep(real(w)), rep(imag(w))
+			vs.twr = append(vs.twr, r[:]...)
+			vs.twi = append(vs.twi, i[:]...)
 		}
 		bp.stages = append(bp.stages, vs)
 	}
 	for _, p := range f.fft.post {
-		bp.postR = append(bp.postR, real(p), real(p), real(p), real(p))
-		bp.postI = append(bp.postI, imag(p), imag(p), imag(p), imag(p))
+		r, i := rep(real(p)), rep(imag(p))
+		bp.postR = append(bp.postR, r[:]...)
+		bp.postI = append(bp.postI, i[:]...)
 	}
 	return bp
 }
@@ -160,54 +167,13 @@ func (bp *batchPlan) newScratch() *batchScratch {
 		pw: make([]float64, lanes*(bp.h+1)), mel: make([]float64, lanes*bp.bank.nMels)}
 }
 
-// input returns the buffer the four frames are written into and its layout
+// input returns the buffer the frames of a group are written into and its layout
 // (frame l at base l): z[4j+l] = x_l[2j], z[4h+4j+l] = x_l[2j+1].
 func (bp *batchPlan) input(sc *batchScratch) ([]float64, frameLayout) {
 	return sc.z, frameLayout{odd: lanes * bp.h, step: lanes}
 }
 
-// fill writes frames t..t+3 of clip x into sc's input when all four lie
-// inside the clip (the common case), with vector loads and a 4×4 transpose
-// per four samples instead of per-sample scalar stores. It returns false,
-// writing nothing, when a frame touches an edge or the window does not split
-// into aligned groups of four; the caller then fills frame by frame.
-func (bp *batchPlan) fill(f *Frontend, x []float32, g geometry, t int, sc *batchScratch) bool {
-	w, off, hop := f.window, f.winOff, f.cfg.HopLength
-	start := t*hop - f.pad + off
-	if off%2 != 0 || len(w)%4 != 0 || start < 1 || start+3*hop+len(w) > g.real {
-		return false
-	}
-	h := bp.h
-	re, im := sc.re[:lanes*h], sc.im[:lanes*h]
-	// (zero, not cv{}: a literal zero vector compiles to a legacy-SSE XORPS.)
-	for j := 0; j < off/2; j++ {
-		store(re, im, j, cv{zero, zero})
-	}
-	for j := (off + len(w)) / 2; j < h; j++ {
-		store(re, im, j, cv{zero, zero})
-	}
-	av, pre := ld4(&bp.k.preemph), bp.preemph
-	sample := func(s int, win vec) vec {
-		cur := archsimd.LoadFloat32x4Slice(x[s:]).ConvertToFloat64()
-		if pre {
-			cur = cur.Sub(av.Mul(archsimd.LoadFloat32x4Slice(x[s-1:]).ConvertToFloat64()))
-		}
-		return cur.Mul(win)
-	}
-	for u := 0; u < len(w); u += 4 {
-		win := archsimd.LoadFloat64x4Slice(w[u:])
-		s := start + u
-		v0, v1, v2, v3 := sample(s, win), sample(s+hop, win), sample(s+2*hop, win), sample(s+3*hop, win)
-		t0, t1 := v0.SelectFromPairGrouped(0, 2, v1), v0.SelectFromPairGrouped(1, 3, v1)
-		t2, t3 := v2.SelectFromPairGrouped(0, 2, v3), v2.SelectFromPairGrouped(1, 3, v3)
-		j := (off + u) / 2
-		store(re, im, j, cv{t0.Select128FromPair(0, 2, t2), t1.Select128FromPair(0, 2, t3)})
-		store(re, im, j+1, cv{t0.Select128FromPair(1, 3, t2), t1.Select128FromPair(1, 3, t3)})
-	}
-	return true
-}
-
-// logMel computes, for the four frames in sc's input, the log-mel row of
+// logMel computes, for the frames in sc's input, the log-mel row of
 // each: rows[f][m] = scale·ln(max(mel + guard, floor)) with the frontend's
 // log constants. It returns the largest value written.
 func (bp *batchPlan) logMel(rows *[lanes][]float32, sc *batchScratch) float64 {
@@ -232,7 +198,7 @@ func (bp *batchPlan) logMel(rows *[lanes][]float32, sc *batchScratch) float64 {
 	return bp.melLog(sc.pw, rows, sc)
 }
 
-// power splits the packed spectrum Z into the four real spectra and writes |X[k]|².
+// power splits the packed spectra Z into the frames' real spectra and writes |X[k]|².
 func (bp *batchPlan) power(zr, zi, pw []float64) {
 	h := bp.h
 	z0 := load(zr, zi, 0)
@@ -252,7 +218,7 @@ func (bp *batchPlan) power(zr, zi, pw []float64) {
 	}
 }
 
-// melLog applies the sparse filterbank to four power spectra and takes the
+// melLog applies the sparse filterbank to the frames' power spectra and takes the
 // log. The vector loop only stores vectors (into sc.mel); the rows are
 // filled by scalar code after VZEROUPPER, so no legacy-SSE instruction runs
 // with dirty upper AVX state (which costs a state transition each time).
@@ -266,37 +232,42 @@ func (bp *batchPlan) melLog(pw []float64, rows *[lanes][]float32, sc *batchScrat
 		p := pw[lanes*b.start[i] : lanes*b.start[i]+len(w)]
 		acc := zero
 		for k := 0; k < len(w); k += lanes {
-			acc = archsimd.LoadFloat64x4Slice(w[k:]).MulAdd(archsimd.LoadFloat64x4Slice(p[k:]), acc)
+			acc = ldSlice(w[k:]).MulAdd(ldSlice(p[k:]), acc)
 		}
 		acc.StoreSlice(mel[lanes*i:])
 	}
 	// The logs in a separate loop: independent iterations the CPU overlaps.
 	for i := 0; i < len(mel); i += lanes {
-		y := lnVec(archsimd.LoadFloat64x4Slice(mel[i:]).Add(g).Max(fl), bp.k).Mul(sca)
+		y := lnVec(ldSlice(mel[i:]).Add(g).Max(fl), bp.k).Mul(sca)
 		mx = mx.Max(y)
 		y.StoreSlice(mel[i:])
 	}
 	mx.Store(&sc.y)
 	archsimd.ClearAVXUpperBits()
 	for i := 0; i < b.nMels; i++ {
-		v := mel[lanes*i : lanes*i+lanes]
-		rows[0][i], rows[1][i], rows[2][i], rows[3][i] = float32(v[0]), float32(v[1]), float32(v[2]), float32(v[3])
+		for l, v := range mel[lanes*i : lanes*i+lanes] {
+			rows[l][i] = float32(v)
+		}
 	}
-	return max(sc.y[0], sc.y[1], sc.y[2], sc.y[3])
+	top := sc.y[0]
+	for _, v := range sc.y[1:] {
+		top = max(top, v)
+	}
+	return top
 }
 
 // lnVec is ln x for positive normal x, |error| < 1e-12: x = 2^e·m with
 // m ∈ [√½, √2), ln m = 2·atanh(s), s = (m-1)/(m+1), |s| < 0.172, from an
 // odd series up to s^13.
 func lnVec(x vec, k *vconsts) vec {
-	bits := x.AsUint64x4()
+	bits := asU(x)
 	// Biased exponent (x > 0). A per-lane shift by a loaded count: the
 	// shift-all form moves its count through a legacy-SSE MOVQ, which stalls
 	// on dirty upper AVX state.
-	exp := bits.ShiftRight(archsimd.LoadUint64x4(&k.shift52))
-	m := bits.And(archsimd.LoadUint64x4(&k.mant)).Or(archsimd.LoadUint64x4(&k.expOne)).AsFloat64x4()
+	exp := bits.ShiftRight(ldU(&k.shift52))
+	m := asF(bits.And(ldU(&k.mant)).Or(ldU(&k.expOne)))
 	// float64(biased exponent) via the 2^52 trick: no AVX-512 conversion needed.
-	e := exp.Or(archsimd.LoadUint64x4(&k.two52bits)).AsFloat64x4().Sub(ld4(&k.bias))
+	e := asF(exp.Or(ldU(&k.two52bits))).Sub(ld4(&k.bias))
 	one := ld4(&k.one)
 	big := m.Greater(ld4(&k.sqrt2))
 	m = m.Mul(ld4(&k.half)).Merge(m, big)

@@ -37,12 +37,12 @@ func TestBatchPathMatchesScalar(t *testing.T) {
 }
 
 func TestLnVec(t *testing.T) {
-	xs := [4]float64{}
+	xs := rep4{}
 	for _, base := range []float64{1e-10, logGuard, 0.7071, 1, 1.4142, 1.5, 3, 12345.678, 1e30, 1e-300} {
 		for i := range xs {
 			xs[i] = base * (1 + float64(i)/3)
 		}
-		var got [4]float64
+		var got rep4
 		lnVec(ld4(&xs), newVConsts()).Store(&got)
 		for i, x := range xs {
 			require.InDelta(t, math.Log(x), got[i], 1e-12*math.Max(1, math.Abs(math.Log(x))), "ln(%v)", x)

@@ -5,6 +5,9 @@ package fbank
 // Without GOEXPERIMENT=simd on amd64 there is no batch path: newBatchPlan
 // returns nil and the frontend runs the scalar code (see simd_amd64.go).
 
+// lanes is how many frames the batch path computes per call.
+const lanes = 4
+
 type batchPlan struct{}
 
 type batchScratch struct{}
