@@ -22,7 +22,6 @@ type Frontend struct {
 	batch  *batchPlan // four frames at a time with SIMD; nil: scalar only
 }
 
-
 // NewFrontend validates cfg and precomputes everything Compute needs.
 func NewFrontend(cfg Config) (*Frontend, error) {
 	if err := cfg.validate(); err != nil {
