@@ -7,7 +7,7 @@ import (
 
 // Limits of the contract, shared with the CUDA kernel.
 const (
-	MaxStages  = 32   // Q: codebooks per chain set
+	MaxStages  = 32   // Q: codebooks in total (over both chains of a split)
 	MaxEntries = 4096 // K_q: entries per codebook
 	MaxDim     = 1024 // D: latent width
 )
