@@ -23,6 +23,7 @@ constexpr int kCtcNeg = -(1 << 29);  // int32 CTC: unreachable
 constexpr int kCtcFloor = -(1 << 28);  // int32 CTC: saturation of reachable states
 constexpr int kViterbiFloor = -32768;  // int32 Viterbi: candidate floor (int16)
 constexpr int kLabelMask = 0x3fffffff;  // CTC table: label | skip << 30
+constexpr int kCtcScratch = 32 * 7;     // CTC backtrace scratch, in words
 
 // Value traits of the two precisions: the unreachable value and how an
 // input log-prob / cost becomes a lane value.
@@ -113,7 +114,7 @@ __device__ ArgBest<V> blockArgMax(ArgBest<V> a, V* sv, int* si) {
 // then the lanes write the 32 labels and frame scores in parallel; lane 0
 // sums the frame scores in float64, in frame order, as the CPU does.
 //
-// Shared memory: 8*(S+2) + 1408 bytes; global scratch: (T_b-1)*ceil(S/32)*8
+// Shared memory: 4*max(2*(S+2), 224) + 256 bytes; global scratch: (T_b-1)*ceil(S/32)*8
 // bytes of backpointers per item.
 //
 // Numerics: float32: torchaudio's CPU rule (s-2 only if strictly greater
@@ -144,11 +145,13 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
   int* ali = alignment + (long long)b * T;
   float* fs = frameScores + (long long)b * T;
 
+  // Shared memory: the two rows, then the per-warp maxima; the
+  // backtrace's scratch overlays the rows once the end state is read.
   V* row0 = (V*)smem;
   V* row1 = row0 + (S + 2);
-  int* wmax = (int*)(row1 + S + 2);  // [2][32]
-  unsigned* shBp = (unsigned*)(wmax + 64);  // [32][6]
-  int* shPath = (int*)(shBp + 32 * 6);  // [32]
+  int* wmax = (int*)(row0 + max(2 * (S + 2), kCtcScratch));  // [2][32]
+  unsigned* shBp = (unsigned*)smem;  // [32][6], backtrace only
+  int* shPath = (int*)(shBp + 32 * 6);  // [32], backtrace only
   const V neg = L::ctcNeg();
 
   for (long long t = Tb + tid; t < T; t += bd) ali[t] = -1, fs[t] = 0.f;
@@ -256,6 +259,7 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
     if (lane == 0 && last == neg && lastLabel == neg) status[3 * b + 2] = 1;
     s = last > lastLabel ? S - 1 : S - 2;
   }
+  __syncwarp();  // every lane has read the last row; the scratch overlays it
   auto put = [&](int t, int st) {
     const int k = labs[st] & kLabelMask;
     ali[t] = k;
@@ -429,7 +433,7 @@ __device__ void viterbi(const float* __restrict__ em, long long T, long long S,
 // Thread mapping: one block per item, an anti-diagonal wavefront: at step d
 // thread x computes the cells (i, d-i) for its rows i = x + r*blockDim
 // (r < ceil(N/blockDim) <= 8). Diagonals d-1 and d-2 are read from shared
-// memory (three rotating buffers of N values, 12*N bytes), one
+// memory (three rotating buffers of N values, 12*N + 16 bytes), one
 // __syncthreads per diagonal; the costs of diagonal d+1 are loaded while d
 // computes. Choices are packed by warp ballots into two bit planes per
 // diagonal: bp[d][plane][ceil(N/32)] uint32 ((N+M-1)*ceil(N/32)*8 bytes
@@ -455,7 +459,7 @@ __device__ void dtw(const float* __restrict__ cost, long long N, long long M,
   unsigned* bpi = bp + (long long)b * (N + M - 1) * 2 * W;
   int2* out = (int2*)(path + (long long)b * K * 2);
   V* diag = (V*)smem;  // [3][N]
-  __shared__ int shLen;
+  int* shLen = (int*)(diag + 3 * N);
 
   float cn[kMaxPass];
   auto fetch = [&](int d) {
@@ -527,11 +531,11 @@ __device__ void dtw(const float* __restrict__ cost, long long N, long long M,
       else
         --j;
     }
-    shLen = k + 1;
+    *shLen = k + 1;
     pathLen[b] = k + 1;
   }
   __syncthreads();
-  const int len = shLen, off = K - len;
+  const int len = *shLen, off = K - len;
   // Move [off, K) to [0, len) in ascending chunks: a chunk's writes end
   // below the next chunk's reads, so read, sync, write, sync is race-free.
   for (int base = 0; base < len; base += bd) {

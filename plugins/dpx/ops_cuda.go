@@ -220,7 +220,12 @@ func newAlignCUDA(p rt.Params, b *cuda.Backend) (rt.Op, error) {
 
 // ctcMaxStates is the largest trellis (2L+1 states) whose two score rows
 // fit the kernel's shared memory.
-const ctcMaxStates = (cudaMaxShared-1408)/8 - 2
+const ctcMaxStates = (cudaMaxShared-256)/8 - 2
+
+// ctcShared is the kernel's dynamic shared memory for a largest trellis of
+// S states: two rows of S+2 values (at least the backtrace's 224 words of
+// scratch), then 64 per-warp maxima.
+func ctcShared(S int) int { return 4*max(2*(S+2), 224) + 256 }
 
 // targetsOf validates item b's targets as the CPU Aligner does (trailing -1
 // padding, ids in range, no blank, T >= L + R) and returns them.
@@ -294,42 +299,25 @@ func (o *alignCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error) 
 	if err != nil {
 		return nil, fmt.Errorf("input \"targets\": %w", err)
 	}
-	// Per item: meta {T_b, S, table offset, bp offset}, table = label|skip<<30
-	// per state, then (lo, hi) per frame; dims {T_b, C} for the check.
-	meta := make([]int64, 4*B)
-	dims := make([]int64, 2*B)
-	var table []int32
-	var bpWords int64
-	maxS := 1
+	targets := make([][]int, B)
 	for b := range B {
-		targets, err := o.targetsOf(tg, b, tl[0], C, lengths[b])
-		if err != nil {
+		if targets[b], err = o.targetsOf(tg, b, tl[0], C, lengths[b]); err != nil {
 			return nil, err
 		}
-		Tb, S := lengths[b], 2*len(targets)+1
-		if S > ctcMaxStates {
-			return nil, fmt.Errorf("item %d: L=%d targets make %d trellis states; the cuda kernel holds at most %d (L <= %d): use the cpu backend", b, len(targets), S, ctcMaxStates, (ctcMaxStates-1)/2)
+		if S := 2*len(targets[b]) + 1; S > ctcMaxStates {
+			return nil, fmt.Errorf("item %d: L=%d targets make %d trellis states; the cuda kernel holds at most %d (L <= %d): use the cpu backend", b, len(targets[b]), S, ctcMaxStates, (ctcMaxStates-1)/2)
 		}
-		W := int64(S+31) / 32
-		if need := int64(Tb-1) * W * 8; need > o.budget {
-			return nil, fmt.Errorf("item %d: aligning T=%d frames over %d trellis states needs %d bytes of backpointers on the device; the limit (max_memory) is %d", b, Tb, S, need, o.budget)
+		words := int64(2*len(targets[b])+32) / 32 // ceil(S/32)
+		if need := int64(lengths[b]-1) * words * 8; need > o.budget {
+			return nil, fmt.Errorf("item %d: aligning T=%d frames over %d trellis states needs %d bytes of backpointers on the device; the limit (max_memory) is %d", b, lengths[b], 2*len(targets[b])+1, need, o.budget)
 		}
-		o.prep.prepare(Tb, targets)
-		meta[4*b], meta[4*b+1], meta[4*b+2], meta[4*b+3] = int64(Tb), int64(S), int64(len(table)), bpWords
-		for s := range S {
-			v := o.prep.lab[s]
-			if o.prep.penF[s] == 0 {
-				v |= 1 << 30
-			}
-			table = append(table, v)
-		}
-		for t := range Tb {
-			table = append(table, o.prep.lo[t], o.prep.hi[t])
-		}
-		bpWords += int64(Tb-1) * 2 * W
-		dims[2*b], dims[2*b+1] = int64(Tb), int64(C)
-		maxS = max(maxS, S)
 	}
+	tabs := newCTCTables(o.prep, targets, lengths)
+	dims := make([]int64, 2*B)
+	for b := range B {
+		dims[2*b], dims[2*b+1] = int64(lengths[b]), int64(C)
+	}
+	meta, table, bpWords, maxS := tabs.meta, tabs.table, tabs.bpWords, tabs.maxS
 
 	sc := scratch{be: o.be}
 	defer sc.free()
@@ -409,7 +397,7 @@ func (o *alignCUDA) launch(sc *scratch, lp cuda.DevicePtr, B, T, C, maxS int, me
 			return err
 		}
 	}
-	return k.Launch(dim(B), dim(blockFor(maxS)), 8*(maxS+2)+1408,
+	return k.Launch(dim(B), dim(blockFor(maxS)), ctcShared(maxS),
 		lp, T, C, metaBuf, tabBuf, bp, o.opt.Blank, float64(o.opt.StarLogProb), scale,
 		ptrs[0], ptrs[1], ptrs[2], status)
 }
@@ -619,7 +607,7 @@ func newDTWCUDA(p rt.Params, b *cuda.Backend) (rt.Op, error) {
 
 // dtwMaxRows is the largest N whose three anti-diagonal buffers fit the
 // kernel's shared memory (and whose rows the block covers).
-const dtwMaxRows = min(cudaMaxShared/12, cudaMaxBlock*cudaMaxPass)
+const dtwMaxRows = min((cudaMaxShared-16)/12, cudaMaxBlock*cudaMaxPass)
 
 // Run aligns a batch: cost [B,N,M] or [N,M] in device memory, optional host
 // lengths [B,2]. Outputs are device tensors.
@@ -728,6 +716,6 @@ func (o *dtwCUDA) launch(sc *scratch, cost cuda.DevicePtr, B, N, M int, dims []i
 			return nil, err
 		}
 	}
-	return status, k.Launch(dim(B), dim(blockFor(N)), 12*N,
+	return status, k.Launch(dim(B), dim(blockFor(N)), 12*N+16,
 		cost, N, M, dimsBuf, bp, o.scale, ptrs[0], ptrs[1], ptrs[2])
 }

@@ -1,0 +1,230 @@
+// dpx_emu.cpp: host replay of the dpx kernels (../dpx.cu) with no GPU. Every
+// thread of a block is a std::thread; __syncthreads is a block barrier and
+// the warp primitives (__ballot_sync, __shfl_*, __reduce_max_sync via the
+// shuffle fallback, __syncwarp) meet at a per-warp barrier, so the kernels'
+// own source runs with their real thread mapping, shared-memory layout and
+// packing. Blocks run one after another. Without __CUDACC_VER_MAJOR__ the
+// DPX helpers take their emulated form (dpx_ops.cuh).
+//
+// Driven by plugins/dpx/cuda_emu_test.go (go test -tags dpxemu), which
+// writes the inputs and the launch arguments into a directory, runs
+//   dpx_emu ctc|viterbi|dtw f32|i32 DIR
+// and compares the outputs with the CPU ops.
+#include <algorithm>
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __shared__
+#define __launch_bounds__(x)
+#define __align__(x) __attribute__((aligned(x)))
+
+using std::max;
+using std::min;
+
+struct uint3e {
+  unsigned x, y, z;
+};
+thread_local uint3e threadIdx, blockIdx;
+uint3e blockDim, gridDim;
+struct int2 {
+  int x, y;
+};
+inline int2 make_int2(int x, int y) { return {x, y}; }
+
+namespace dpxk {
+alignas(16) unsigned char smem[1 << 20];  // the kernels' extern __shared__ buffer
+}
+
+struct Warp {
+  std::barrier<> bar{32};
+  uint64_t v[32];
+};
+std::unique_ptr<std::barrier<>> blockBar;
+std::unique_ptr<Warp[]> warps;
+std::mutex atomicMu;
+
+inline void __syncthreads() { blockBar->arrive_and_wait(); }
+inline void __syncwarp(unsigned = 0xffffffffu) { warps[threadIdx.x >> 5].bar.arrive_and_wait(); }
+template <class T>
+T exchange(T v, int src) {
+  Warp& w = warps[threadIdx.x >> 5];
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof(T));
+  w.v[threadIdx.x & 31] = bits;
+  w.bar.arrive_and_wait();
+  T out;
+  bits = w.v[src];
+  std::memcpy(&out, &bits, sizeof(T));
+  w.bar.arrive_and_wait();
+  return out;
+}
+template <class T>
+T __shfl_sync(unsigned, T v, int src) { return exchange(v, src); }
+template <class T>
+T __shfl_xor_sync(unsigned, T v, int o) { return exchange(v, (int)(threadIdx.x & 31) ^ o); }
+inline unsigned __ballot_sync(unsigned, bool p) {
+  Warp& w = warps[threadIdx.x >> 5];
+  w.v[threadIdx.x & 31] = p;
+  w.bar.arrive_and_wait();
+  unsigned r = 0;
+  for (int i = 0; i < 32; ++i) r |= (w.v[i] ? 1u : 0u) << i;
+  w.bar.arrive_and_wait();
+  return r;
+}
+inline unsigned __float_as_uint(float f) {
+  unsigned u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+template <class T>
+T atomicMax(T* p, T v) {
+  std::lock_guard<std::mutex> g(atomicMu);
+  T old = *p;
+  *p = max(old, v);
+  return old;
+}
+
+#include "../dpx.cu"
+
+template <class F>
+void launch(int gx, int gy, int bd, F kernel) {
+  blockDim = {(unsigned)bd, 1, 1};
+  gridDim = {(unsigned)gx, (unsigned)gy, 1};
+  for (int by = 0; by < gy; ++by)
+    for (int bx = 0; bx < gx; ++bx) {
+      blockBar = std::make_unique<std::barrier<>>(bd);
+      warps = std::make_unique<Warp[]>(bd / 32);
+      std::vector<std::thread> ts;
+      for (int t = 0; t < bd; ++t)
+        ts.emplace_back([=] {
+          threadIdx = {(unsigned)t, 0, 0};
+          blockIdx = {(unsigned)bx, (unsigned)by, 0};
+          kernel();
+        });
+      for (auto& t : ts) t.join();
+    }
+}
+
+static std::string dir;
+template <class T>
+std::vector<T> readv(const char* name) {
+  std::ifstream f(dir + "/" + name, std::ios::binary);
+  if (!f) {
+    std::fprintf(stderr, "dpx_emu: cannot read %s\n", name);
+    std::exit(2);
+  }
+  std::vector<char> b((std::istreambuf_iterator<char>(f)), {});
+  std::vector<T> v(b.size() / sizeof(T));
+  std::memcpy(v.data(), b.data(), v.size() * sizeof(T));
+  return v;
+}
+template <class T>
+void writev(const char* name, const std::vector<T>& v) {
+  std::ofstream f(dir + "/" + name, std::ios::binary);
+  f.write((const char*)v.data(), v.size() * sizeof(T));
+}
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: dpx_emu ctc|viterbi|dtw f32|i32 DIR\n");
+    return 2;
+  }
+  const std::string op = argv[1];
+  const bool i32 = std::string(argv[2]) == "i32";
+  dir = argv[3];
+  std::vector<double> a = readv<double>("args.f64");
+  if (op == "ctc") {  // args: B T C blank star scale bd
+    const long long B = a[0], T = a[1], C = a[2], blank = a[3], bd = a[6];
+    const double star = a[4], scale = a[5];
+    auto lp = readv<float>("lp.f32");
+    auto meta = readv<long long>("meta.i64");
+    auto table = readv<int>("table.i32");
+    long long words = 0;
+    for (long long b = 0; b < B; ++b) {
+      const long long S = meta[4 * b + 1], Tb = meta[4 * b];
+      words = max(words, meta[4 * b + 3] + (Tb - 1) * 2 * ((S + 31) / 32));
+    }
+    std::vector<unsigned> bp(words + 1, 0xdeadbeefu);
+    std::vector<int> ali(B * T, 12345);
+    std::vector<float> fs(B * T, 777.f), score(B, 777.f);
+    std::vector<long long> status(3 * B, 0);
+    launch(B, 1, bd, [&] {
+      if (i32)
+        dpx_ctc_align_i32(lp.data(), T, C, meta.data(), table.data(), bp.data(), blank, star, scale, ali.data(),
+                          fs.data(), score.data(), status.data());
+      else
+        dpx_ctc_align_f32(lp.data(), T, C, meta.data(), table.data(), bp.data(), blank, star, scale, ali.data(),
+                          fs.data(), score.data(), status.data());
+    });
+    writev("alignment.i32", ali);
+    writev("frame_scores.f32", fs);
+    writev("score.f32", score);
+    writev("status.i64", status);
+  } else if (op == "viterbi") {  // args: B T S scale bd
+    const long long B = a[0], T = a[1], S = a[2], bd = a[4];
+    const double scale = a[3];
+    auto em = readv<float>("em.f32");
+    auto tr = readv<float>("tr.f32");
+    auto pr = readv<float>("pr.f32");
+    auto lens = readv<long long>("lens.i64");
+    std::vector<int> trq(S * S), prq(S), maxq(2, (int)0x80808080);
+    if (i32) {
+      launch(3, 1, 64, [&] { dpx_quantize(tr.data(), S * S, scale, trq.data(), maxq.data()); });
+      launch(2, 1, 32, [&] { dpx_quantize(pr.data(), S, scale, prq.data(), maxq.data() + 1); });
+    }
+    std::vector<unsigned short> bp(B * max(T - 1, 1LL) * S, 0xbeef);
+    std::vector<int> path(B * T, 12345);
+    std::vector<float> score(B, 777.f);
+    launch(B, 1, bd, [&] {
+      if (i32)
+        dpx_viterbi_i32(em.data(), T, S, trq.data(), prq.data(), lens.data(), maxq.data(), bp.data(), scale,
+                        path.data(), score.data());
+      else
+        dpx_viterbi_f32(em.data(), T, S, tr.data(), pr.data(), lens.data(), maxq.data(), bp.data(), scale,
+                        path.data(), score.data());
+    });
+    writev("path.i32", path);
+    writev("score.f32", score);
+    writev("maxq.i32", maxq);
+  } else if (op == "dtw") {  // args: B N M scale bd
+    const long long B = a[0], N = a[1], M = a[2], bd = a[4];
+    const double scale = a[3];
+    auto cost = readv<float>("cost.f32");
+    auto dims = readv<long long>("dims.i64");
+    const long long W = (N + 31) / 32;
+    std::vector<unsigned> bp(B * (N + M - 1) * 2 * W, 0xdeadbeefu);
+    std::vector<int> path(B * (N + M) * 2, 12345), plen(B, -7);
+    std::vector<float> total(B, 777.f);
+    std::vector<unsigned long long> status(3 * B, 0);
+    launch(2, B, 64, [&] { dpx_check(cost.data(), N * M, M, dims.data(), 2, 0, status.data()); });
+    launch(B, 1, bd, [&] {
+      if (i32)
+        dpx_dtw_i32(cost.data(), N, M, dims.data(), bp.data(), scale, path.data(), plen.data(), total.data());
+      else
+        dpx_dtw_f32(cost.data(), N, M, dims.data(), bp.data(), scale, path.data(), plen.data(), total.data());
+    });
+    writev("path.i32", path);
+    writev("path_len.i32", plen);
+    writev("cost_total.f32", total);
+    writev("status.u64", status);
+  } else {
+    std::fprintf(stderr, "dpx_emu: unknown op %s\n", op.c_str());
+    return 2;
+  }
+  return 0;
+}
