@@ -39,3 +39,41 @@ func FuzzDecode(f *testing.F) {
 		require.Len(t, clip.Mono(), clip.Frames())
 	})
 }
+
+// FuzzResample checks the polyphase tables for arbitrary rate pairs (rates
+// come from untrusted file headers) against the direct windowed-sinc formula
+// on a short input: same length, values within float32 rounding (equal rates:
+// the input unchanged). Rates that
+// need too large a filter bank must be refused with an error, not a panic.
+func FuzzResample(f *testing.F) {
+	for _, c := range [][3]int{{48000, 16000, 40}, {44100, 16000, 33}, {8000, 16000, 5}, {7, 3, 9}, {3, 7, 1}, {16000, 44100, 20}, {1, 768000, 2}} {
+		f.Add(uint32(c[0]), uint32(c[1]), uint8(c[2]), int64(1))
+	}
+	f.Fuzz(func(t *testing.T, from, to uint32, n uint8, seed int64) {
+		from, to = from%100000+1, to%100000+1
+		r, err := NewResampler(int(from), int(to), QualityFast)
+		if err != nil {
+			require.ErrorContains(t, err, "cannot resample")
+			return
+		}
+		x := make([]float32, int(n)%48)
+		for i := range x {
+			x[i] = float32(math.Sin(float64(seed) + float64(i)*1.7))
+		}
+		y, err := r.Resample(x)
+		require.NoError(t, err)
+		if from == to { // identity, as in torchaudio
+			require.Equal(t, x, y)
+			return
+		}
+		require.Len(t, y, int(math.Ceil(float64(len(x))*float64(to)/float64(from))))
+		// Up to 256 output samples spread over the output, first and last included.
+		step := max(1, len(y)/256)
+		for j := 0; j < len(y); j += step {
+			for _, k := range []int{j, len(y) - 1 - j} {
+				want := directSincAt(x, int(from), int(to), QualityFast, k)
+				require.InDelta(t, want, y[k], 2e-6, "%d -> %d Hz, sample %d of %d", from, to, k, len(y))
+			}
+		}
+	})
+}

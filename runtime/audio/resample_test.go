@@ -144,26 +144,32 @@ func TestResampleStopband(t *testing.T) {
 }
 
 // directSinc evaluates the resampler's defining formula directly, in float64,
-// one output sample at a time: y[j] = sum_n x[n] h(n/from - j/to), with
-// h(s) = (2fc/from) sinc(2fc s) kaiser(2fc s / W), fc = Rolloff*min(from,to)/2.
+// one output sample at a time (directSincAt), for every output sample.
 func directSinc(x []float32, from, to int, q Quality) []float64 {
+	y := make([]float64, int(math.Ceil(float64(len(x))*float64(to)/float64(from))))
+	for j := range y {
+		y[j] = directSincAt(x, from, to, q, j)
+	}
+	return y
+}
+
+// directSincAt is output sample j: sum_n x[n] h(n/from - j/to), with
+// h(s) = (2fc/from) sinc(2fc s) kaiser(2fc s / W), fc = Rolloff*min(from,to)/2.
+func directSincAt(x []float32, from, to int, q Quality, j int) float64 {
 	fc2 := q.Rolloff * float64(min(from, to))
 	w := float64(q.ZeroCrossings)
-	n := int(math.Ceil(float64(len(x)) * float64(to) / float64(from)))
-	y := make([]float64, n)
-	for j := range y {
-		for i, v := range x {
-			u := fc2 * (float64(i)/float64(from) - float64(j)/float64(to))
-			if math.Abs(u) >= w {
-				continue
-			}
-			s := 1.0
-			if u != 0 {
-				s = math.Sin(math.Pi*u) / (math.Pi * u)
-			}
-			k := besselI0(q.Beta*math.Sqrt(1-(u/w)*(u/w))) / besselI0(q.Beta)
-			y[j] += float64(v) * fc2 / float64(from) * s * k
+	var y float64
+	for i, v := range x {
+		u := fc2 * (float64(i)/float64(from) - float64(j)/float64(to))
+		if math.Abs(u) >= w {
+			continue
 		}
+		s := 1.0
+		if u != 0 {
+			s = math.Sin(math.Pi*u) / (math.Pi * u)
+		}
+		k := besselI0(q.Beta*math.Sqrt(1-(u/w)*(u/w))) / besselI0(q.Beta)
+		y += float64(v) * fc2 / float64(from) * s * k
 	}
 	return y
 }
