@@ -426,13 +426,14 @@ func (f *Frontend) normalize(item []float32, frames int, g geometry, itemMax flo
 		if c.Normalize == Global {
 			floor = float32(c.GlobalLogMelMax - clampRange)
 		}
-		for m := m0; m < m1; m++ {
-			for i, t := m*ms, 0; t < n; i, t = i+ts, t+1 {
-				v := item[i]
-				if v < floor {
-					v = floor
-				}
-				item[i] = (v + 4) / 4
+		// Contiguous runs: a mel row (mel_time) or a frame's mel chunk (time_mel).
+		if c.Layout == MelTime {
+			for m := m0; m < m1; m++ {
+				clampScale(item[m*ms:m*ms+n], floor)
+			}
+		} else {
+			for t := 0; t < n; t++ {
+				clampScale(item[t*ts+m0:t*ts+m1], floor)
 			}
 		}
 	case PerFeature:
@@ -452,6 +453,20 @@ func (f *Frontend) normalize(item []float32, frames int, g geometry, itemMax flo
 				item[i] = float32((float64(item[i]) - mean) * inv)
 			}
 		}
+	}
+}
+
+// clampScale is Whisper's final step, x = (max(x, floor) + 4)/4, over a
+// run of values; SIMD builds replace it with a vector loop giving identical
+// results ((v+4)·0.25 is exact).
+var clampScale = clampScaleScalar
+
+func clampScaleScalar(x []float32, floor float32) {
+	for i, v := range x {
+		if v < floor {
+			v = floor
+		}
+		x[i] = (v + 4) / 4
 	}
 }
 

@@ -20,6 +20,31 @@ import (
 // AVX2+FMA, use the scalar path. Results agree with the scalar path to
 // float64 rounding (see TestBatchPathMatchesScalar).
 
+func init() {
+	if cpuSupported() {
+		clampScale = clampScaleVec
+	}
+}
+
+// clampScaleVec is clampScaleScalar with float32 vectors of twice the lanes.
+func clampScaleVec(x []float32, floor float32) {
+	if len(x) < f32lanes {
+		clampScaleScalar(x, floor)
+		return
+	}
+	var fl, four, quarter [f32lanes]float32 // replicated: broadcasts are emulated
+	for l := range fl {
+		fl[l], four[l], quarter[l] = floor, 4, 0.25
+	}
+	flv, fourv, qv := ldF32(fl[:]), ldF32(four[:]), ldF32(quarter[:])
+	i := 0
+	for ; i+f32lanes <= len(x); i += f32lanes {
+		ldF32(x[i:]).Max(flv).Add(fourv).Mul(qv).StoreSlice(x[i:])
+	}
+	archsimd.ClearAVXUpperBits() // before the scalar tail and the caller's scalar code
+	clampScaleScalar(x[i:], floor)
+}
+
 // cv is `lanes` complex values, one per frame.
 type cv struct{ r, i vec }
 

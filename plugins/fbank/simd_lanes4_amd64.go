@@ -8,6 +8,13 @@ import "simd/archsimd"
 
 const lanes = 4
 
+// f32lanes float32 values per vector, for the normalisation pass.
+const f32lanes = 8
+
+type f32vec = archsimd.Float32x8
+
+func ldF32(s []float32) f32vec { return archsimd.LoadFloat32x8Slice(s) }
+
 type (
 	vec  = archsimd.Float64x4
 	uvec = archsimd.Uint64x4

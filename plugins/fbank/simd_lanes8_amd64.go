@@ -9,6 +9,13 @@ import "simd/archsimd"
 
 const lanes = 8
 
+// f32lanes float32 values per vector, for the normalisation pass.
+const f32lanes = 16
+
+type f32vec = archsimd.Float32x16
+
+func ldF32(s []float32) f32vec { return archsimd.LoadFloat32x16Slice(s) }
+
 type (
 	vec  = archsimd.Float64x8
 	uvec = archsimd.Uint64x8
