@@ -105,7 +105,7 @@ static int check(std::mt19937& rng, bool reflect, double preemph, int win, long 
 int main() {
   std::mt19937 rng(7);
   int fails = 0;
-  for (long long start : {-200LL, -256LL, 0LL, 1234LL, 3700LL}) {
+  for (long long start : {-200LL, -256LL, -1LL, 0LL, 1LL, 1234LL, 3388LL, 3389LL, 3500LL, 3501LL, 3700LL}) {
     fails += check<400>(rng, true, 0.0, 400, start, 0.3);
     fails += check<400>(rng, false, 0.97, 400, start, 1.0);
     fails += check<512>(rng, false, 0.97, 400, start, 0.5);
