@@ -269,20 +269,25 @@ func (f *Frontend) newScratch() *scratch {
 	return sc
 }
 
+// groupOut says where the batch path writes the log-mel values of a frame
+// group: mel m of lane (frame) l goes to dst[m·mStride + l·lStride].
+type groupOut struct {
+	dst              []float32
+	mStride, lStride int
+}
+
 // logMelFrames writes the log-mel values of frames [t0, t1) (at most
 // frameChunk) of clip x into item (the item's slice of the output, rows of
-// `frames`) and returns their maximum. Values are staged in sc.block so that
-// the mel_time layout is written as runs of consecutive frames per mel bin.
+// `frames`) and returns their maximum. The batch path writes groups of
+// frames straight into item; the scalar path stages its frames in sc.block
+// so that the mel_time layout is written as runs of consecutive frames.
 func (f *Frontend) logMelFrames(x []float32, g geometry, t0, t1 int, item []float32, frames int, sc *scratch) float64 {
 	c := &f.cfg
 	nm := c.NumMels
-	guard, floor, scale := f.logParams()
 	mx := math.Inf(-1)
-	block := sc.block[:(t1-t0)*nm]
 	t := t0
 	if f.batch != nil {
 		for ; t+lanes <= t1; t += lanes {
-			var rows [lanes][]float32
 			if !f.batch.fill(f, x, g, t, sc.batch) {
 				buf, lay := f.batch.input(sc.batch)
 				for l := range lanes {
@@ -290,17 +295,24 @@ func (f *Frontend) logMelFrames(x []float32, g geometry, t0, t1 int, item []floa
 					f.fillFrame(x, g, t+l, buf, lay)
 				}
 			}
-			for l := range lanes {
-				rows[l] = block[(t+l-t0)*nm : (t+l-t0+1)*nm]
+			out := groupOut{item[m0(t, frames, nm, c.Layout):], frames, 1}
+			if c.Layout == TimeMel {
+				out.mStride, out.lStride = 1, nm
 			}
-			mx = max(mx, f.batch.logMel(&rows, sc.batch))
+			mx = max(mx, f.batch.logMel(out, sc.batch))
 		}
 	}
+	ts := t // first frame of the scalar path
+	if ts == t1 {
+		return mx
+	}
+	guard, floor, scale := f.logParams()
+	block := sc.block[:(t1-ts)*nm]
 	for ; t < t1; t++ {
 		f.fillFrame(x, g, t, sc.frame, plainLayout)
 		f.fft.power(sc.frame, sc.power, sc.fft)
 		f.bank.apply(sc.power, sc.mel)
-		row := block[(t-t0)*nm : (t-t0+1)*nm]
+		row := block[(t-ts)*nm : (t-ts+1)*nm]
 		for m, v := range sc.mel {
 			// log10: log10(max(v, 1e-10)); ln: ln(v + 2^-24) or ln(max(v, log_clamp_min)).
 			v += guard
@@ -315,16 +327,24 @@ func (f *Frontend) logMelFrames(x []float32, g geometry, t0, t1 int, item []floa
 		}
 	}
 	if c.Layout == TimeMel {
-		copy(item[t0*nm:t1*nm], block)
+		copy(item[ts*nm:t1*nm], block)
 		return mx
 	}
 	for m := 0; m < nm; m++ {
-		dst := item[m*frames+t0 : m*frames+t1]
+		dst := item[m*frames+ts : m*frames+t1]
 		for i := range dst {
 			dst[i] = block[i*nm+m]
 		}
 	}
 	return mx
+}
+
+// m0 is the index of (mel 0, frame t) in an item of the given layout.
+func m0(t, frames, nm int, layout Layout) int {
+	if layout == TimeMel {
+		return t * nm
+	}
+	return t
 }
 
 // logParams returns the log's constants: features are

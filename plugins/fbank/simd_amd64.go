@@ -198,10 +198,10 @@ func (bp *batchPlan) input(sc *batchScratch) ([]float64, frameLayout) {
 	return sc.z, frameLayout{odd: lanes * bp.h, step: lanes}
 }
 
-// logMel computes, for the frames in sc's input, the log-mel row of
-// each: rows[f][m] = scale·ln(max(mel + guard, floor)) with the frontend's
-// log constants. It returns the largest value written.
-func (bp *batchPlan) logMel(rows *[lanes][]float32, sc *batchScratch) float64 {
+// logMel computes, for the frames in sc's input, the log-mel values
+// scale·ln(max(mel + guard, floor)) with the frontend's log constants and
+// writes them to out. It returns the largest value written.
+func (bp *batchPlan) logMel(out groupOut, sc *batchScratch) float64 {
 	h := bp.h
 	re, im := sc.re[:lanes*h], sc.im[:lanes*h]
 	sr, si, dr, di := re, im, sc.re2[:lanes*h], sc.im2[:lanes*h]
@@ -220,7 +220,7 @@ func (bp *batchPlan) logMel(rows *[lanes][]float32, sc *batchScratch) float64 {
 		sr, si, dr, di = dr, di, sr, si
 	}
 	bp.power(sr, si, sc.pw)
-	return bp.melLog(sc.pw, rows, sc)
+	return bp.melLog(sc.pw, out, sc)
 }
 
 // power splits the packed spectra Z into the frames' real spectra and writes |X[k]|².
@@ -243,11 +243,13 @@ func (bp *batchPlan) power(zr, zi, pw []float64) {
 	}
 }
 
-// melLog applies the sparse filterbank to the frames' power spectra and takes the
-// log. The vector loop only stores vectors (into sc.mel); the rows are
-// filled by scalar code after VZEROUPPER, so no legacy-SSE instruction runs
-// with dirty upper AVX state (which costs a state transition each time).
-func (bp *batchPlan) melLog(pw []float64, rows *[lanes][]float32, sc *batchScratch) float64 {
+// melLog applies the sparse filterbank to the frames' power spectra, takes
+// the log and writes the values to out. When a group's frames are
+// contiguous in out (mel_time) every mel bin is one float32 vector store;
+// otherwise (time_mel) the values are spread by scalar code that runs after
+// VZEROUPPER, since a legacy-SSE instruction with dirty upper AVX state
+// costs a state transition.
+func (bp *batchPlan) melLog(pw []float64, out groupOut, sc *batchScratch) float64 {
 	b := bp.bank
 	g, fl, sca := ld4(&bp.k.guard), ld4(&bp.k.floor), ld4(&bp.k.scale)
 	mx := ld4(&bp.k.inf)
@@ -262,16 +264,23 @@ func (bp *batchPlan) melLog(pw []float64, rows *[lanes][]float32, sc *batchScrat
 		acc.StoreSlice(mel[lanes*i:])
 	}
 	// The logs in a separate loop: independent iterations the CPU overlaps.
-	for i := 0; i < len(mel); i += lanes {
-		y := lnVec(ldSlice(mel[i:]).Add(g).Max(fl), bp.k).Mul(sca)
+	contiguous := out.lStride == 1
+	for i := 0; i < b.nMels; i++ {
+		y := lnVec(ldSlice(mel[lanes*i:]).Add(g).Max(fl), bp.k).Mul(sca)
 		mx = mx.Max(y)
-		y.StoreSlice(mel[i:])
+		if contiguous {
+			y.ConvertToFloat32().StoreSlice(out.dst[i*out.mStride:])
+		} else {
+			y.StoreSlice(mel[lanes*i:])
+		}
 	}
 	mx.Store(&sc.y)
 	archsimd.ClearAVXUpperBits()
-	for i := 0; i < b.nMels; i++ {
-		for l, v := range mel[lanes*i : lanes*i+lanes] {
-			rows[l][i] = float32(v)
+	if !contiguous {
+		for i := 0; i < b.nMels; i++ {
+			for l, v := range mel[lanes*i : lanes*i+lanes] {
+				out.dst[i*out.mStride+l*out.lStride] = float32(v)
+			}
 		}
 	}
 	top := sc.y[0]

@@ -25,6 +25,6 @@ func (*batchPlan) fill(*Frontend, []float32, geometry, int, *batchScratch) bool 
 	panic("fbank: batch path called without GOEXPERIMENT=simd")
 }
 
-func (*batchPlan) logMel(*[lanes][]float32, *batchScratch) float64 {
+func (*batchPlan) logMel(groupOut, *batchScratch) float64 {
 	panic("fbank: batch path called without GOEXPERIMENT=simd")
 }
