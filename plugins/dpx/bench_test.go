@@ -50,6 +50,22 @@ func BenchmarkAlign(b *testing.B) {
 				b.ReportMetric(cpu/float64(sh.T*(2*sh.L+1)), "cpu-ns/cell")
 			})
 		}
+		// The portable step (no AVX2), as on arm64.
+		b.Run(fmt.Sprintf("T=%d/L=%d/f32-go", sh.T, sh.L), func(b *testing.B) {
+			avx2 := useAVX2
+			useAVX2 = false
+			defer func() { useAVX2 = avx2 }()
+			a, _ := NewAligner(AlignOptions{})
+			var out Alignment
+			c0 := cpuTime()
+			for b.Loop() {
+				if err := a.Align(&out, lp, 32, tg); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu := float64((cpuTime() - c0).Nanoseconds()) / float64(b.N)
+			b.ReportMetric(cpu/float64(sh.T*(2*sh.L+1)), "cpu-ns/cell")
+		})
 	}
 }
 

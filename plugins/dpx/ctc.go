@@ -457,24 +457,44 @@ func (k f32Kernel) step(prev, cur, e []float32, lab []int32, lo, hi int, bp []by
 		return 0
 	}
 	// Branch-free torchaudio rule: c2 = x2 > x1 && x2 > x0; c1 = x1 > x0 &&
-	// x1 > x2 (never both); r = x2 if c2, x1 if c1, else x0.
-	p := prev[lo : hi+2] // p[i] is state lo-2+i
-	c := cur[lo+2 : hi+2]
-	pen := k.pen[lo:hi]
-	lb := lab[lo:hi]
+	// x1 > x2 (never both); r = x2 if c2, x1 if c1, else x0. Blank states
+	// (even s) never skip, so they reduce to c1 = x1 > x0 (when x1 is -Inf
+	// both forms are false) and read the blank's emission: states go in
+	// (blank, label) pairs.
+	pen := k.pen
+	eb := e[lab[0]] // state 0 is the blank
 	pl := planeWriter{bp: bp, s: lo}
-	x2p, x1 := p[0], p[1]
-	for i := range c {
-		x0 := p[i+2]
-		x2 := x2p + pen[i]
+	s := lo
+	label := func(s int) {
+		x0, x1, x2 := prev[s+2], prev[s+1], prev[s]+pen[s]
 		c2 := b2u(x2 > x1) & b2u(x2 > x0)
 		c1 := b2u(x1 > x0) & b2u(x1 > x2)
 		r := math.Float32bits(x0)
 		r ^= (r ^ math.Float32bits(x1)) & -c1
 		r ^= (r ^ math.Float32bits(x2)) & -c2
-		c[i] = math.Float32frombits(r) + e[lb[i]]
+		cur[s+2] = math.Float32frombits(r) + e[lab[s]]
 		pl.put(c1, c2)
-		x2p, x1 = x1, x0
+	}
+	if s&1 == 1 {
+		label(s)
+		s++
+	}
+	for ; s+1 < hi; s += 2 {
+		x0, x1 := prev[s+2], prev[s+1]
+		c1 := b2u(x1 > x0)
+		r := math.Float32bits(x0)
+		r ^= (r ^ math.Float32bits(x1)) & -c1
+		cur[s+2] = math.Float32frombits(r) + eb
+		pl.put(c1, 0)
+		label(s + 1)
+	}
+	if s < hi {
+		x0, x1 := prev[s+2], prev[s+1]
+		c1 := b2u(x1 > x0)
+		r := math.Float32bits(x0)
+		r ^= (r ^ math.Float32bits(x1)) & -c1
+		cur[s+2] = math.Float32frombits(r) + eb
+		pl.put(c1, 0)
 	}
 	pl.flush()
 	return 0

@@ -607,7 +607,11 @@ func newDTWCUDA(p rt.Params, b *cuda.Backend) (rt.Op, error) {
 
 // dtwMaxRows is the largest N whose three anti-diagonal buffers fit the
 // kernel's shared memory (and whose rows the block covers).
-const dtwMaxRows = min((cudaMaxShared-16)/12, cudaMaxBlock*cudaMaxPass)
+const dtwMaxRows = min((cudaMaxShared-dtwScratch)/12, cudaMaxBlock*cudaMaxPass)
+
+// dtwScratch is the DTW kernel's shared memory besides its diagonals: the
+// path length and the backtrace's 256 words.
+const dtwScratch = 16 + 1024
 
 // Run aligns a batch: cost [B,N,M] or [N,M] in device memory, optional host
 // lengths [B,2]. Outputs are device tensors.
@@ -716,6 +720,6 @@ func (o *dtwCUDA) launch(sc *scratch, cost cuda.DevicePtr, B, N, M int, dims []i
 			return nil, err
 		}
 	}
-	return status, k.Launch(dim(B), dim(blockFor(N)), 12*N+16,
+	return status, k.Launch(dim(B), dim(blockFor(N)), 12*N+dtwScratch,
 		cost, N, M, dimsBuf, bp, o.scale, ptrs[0], ptrs[1], ptrs[2])
 }
