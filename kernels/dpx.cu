@@ -433,12 +433,13 @@ __device__ void viterbi(const float* __restrict__ em, long long T, long long S,
 // Thread mapping: one block per item, an anti-diagonal wavefront: at step d
 // thread x computes the cells (i, d-i) for its rows i = x + r*blockDim
 // (r < ceil(N/blockDim) <= 8). Diagonals d-1 and d-2 are read from shared
-// memory (three rotating buffers of N values, 12*N + 16 bytes), one
-// __syncthreads per diagonal; the costs of diagonal d+1 are loaded while d
-// computes. Choices are packed by warp ballots into two bit planes per
+// memory (three rotating buffers of N values; 12*N + 1040 bytes with the
+// backtrace scratch), one __syncthreads per diagonal; the costs of diagonal
+// d+1 are loaded while d computes. Choices are packed by warp ballots into two bit planes per
 // diagonal: bp[d][plane][ceil(N/32)] uint32 ((N+M-1)*ceil(N/32)*8 bytes
-// per item). Thread 0 backtraces; the block moves the path to the front of
-// its [N+M, 2] row and pads it with -1.
+// per item). Warp 0 backtraces, fetching the backpointer words of 32 steps
+// at a time; the block then moves the path to the front of its [N+M, 2] row
+// and pads it with -1.
 //
 // Numerics: D = cost + min(diag, up, left) in the value type (float32 sums
 // as the CPU rounds them; int32 on quantised costs, DPX three-way min), ties
@@ -517,22 +518,59 @@ __device__ void dtw(const float* __restrict__ cost, long long N, long long M,
       total[b] = (float)((double)v / scale);
     else
       total[b] = v;
+  }
+  if (warp == 0) {
+    // Backtrace, 32 steps per round: the path moves down at most one row
+    // and two diagonals a step, so the lanes first fetch, for diagonals
+    // d0..d0-63, the two words (both planes) holding rows i0-31..i0; then
+    // lane 0 walks them in shared memory, writing the cells from the end of
+    // the output row.
+    unsigned* sh = (unsigned*)(shLen + 4);  // [64 diagonals][2 planes][2 words]
     int i = n - 1, j = m - 1, k = 0;
-    for (;; ++k) {
-      out[K - 1 - k] = make_int2(i, j);
-      if (i == 0 && j == 0) break;
-      const unsigned* w = bpi + (long long)(i + j) * 2 * W + (i >> 5);
-      const int bit = i & 31;
-      const int ch = (int)((w[0] >> bit) & 1u) | (int)(((w[W] >> bit) & 1u) << 1);
-      if (ch == 0)
-        --i, --j;
-      else if (ch == 1)
-        --i;
-      else
-        --j;
+    bool done = false;
+    while (!done) {
+      const int d0 = i + j, wb = i >= 31 ? (i - 31) >> 5 : 0;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int rel = lane + 32 * h, dd = d0 - rel;
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          const int wi = wb + q;
+          const bool ok = dd >= 0 && wi < W;
+          const unsigned* w = bpi + (long long)dd * 2 * W + wi;
+          sh[rel * 4 + q] = ok ? w[0] : 0u;
+          sh[rel * 4 + 2 + q] = ok ? w[W] : 0u;
+        }
+      }
+      __syncwarp();
+      if (lane == 0) {
+        for (int st = 0; st < 32; ++st) {
+          out[K - 1 - k] = make_int2(i, j);
+          if (i == 0 && j == 0) {
+            done = true;
+            break;
+          }
+          const int rel = d0 - (i + j), q = (i >> 5) - wb, bit = i & 31;
+          const int ch = (int)((sh[rel * 4 + q] >> bit) & 1u) | (int)(((sh[rel * 4 + 2 + q] >> bit) & 1u) << 1);
+          if (ch == 0)
+            --i, --j;
+          else if (ch == 1)
+            --i;
+          else
+            --j;
+          ++k;
+        }
+      }
+      __syncwarp();
+      i = __shfl_sync(kFull, i, 0);
+      j = __shfl_sync(kFull, j, 0);
+      k = __shfl_sync(kFull, k, 0);
+      done = __shfl_sync(kFull, (int)done, 0) != 0;
     }
-    *shLen = k + 1;
-    pathLen[b] = k + 1;
+    if (lane == 0) {
+      *shLen = k + 1;
+      pathLen[b] = k + 1;
+    }
   }
   __syncthreads();
   const int len = *shLen, off = K - len;
