@@ -281,8 +281,9 @@ func (a *Aligner) prepare(T int, tg []int) {
 type kernel[V int32 | float32] interface {
 	// neg is the value of an unreachable state.
 	neg() V
-	// emit fills e with frame src's values (len C, plus the star column).
-	emit(e []V, src []float32, star bool)
+	// emit returns frame src's emission row (len C, plus the star column):
+	// src itself when usable as is, else buf filled.
+	emit(buf []V, src []float32, star bool) []V
 	// step computes states [lo, hi) of cur from prev, writes their 2-bit
 	// choices into the bit planes bp and returns the maximum over [lo, hi);
 	// m is prev's maximum (used by renormalising kernels). It may also write
@@ -335,9 +336,9 @@ func alignLane[V int32 | float32, K kernel[V]](a *Aligner, ln *lane[V], k K, lp 
 	for i := range prev {
 		prev[i], cur[i] = neg, neg
 	}
-	k.emit(ln.e, lp[:C], a.opt.Star)
+	e := k.emit(ln.e, lp[:C], a.opt.Star)
 	for s := int(a.lo[0]); s < int(a.hi[0]); s++ {
-		prev[s+2] = ln.e[a.lab[s]]
+		prev[s+2] = e[a.lab[s]]
 	}
 	m := k.rowMax(prev, int(a.lo[0]), int(a.hi[0]))
 	// forward runs frames (t0, t1] from prev, writing backpointers of frame t
@@ -345,8 +346,8 @@ func alignLane[V int32 | float32, K kernel[V]](a *Aligner, ln *lane[V], k K, lp 
 	forward := func(t0, t1 int, save bool) {
 		for t := t0 + 1; t <= t1; t++ {
 			lo, hi := int(a.lo[t]), int(a.hi[t])
-			k.emit(ln.e, lp[t*C:(t+1)*C], a.opt.Star)
-			m = k.step(prev, cur, ln.e, a.lab, lo, hi, a.bp.row((t-1)%seg), m)
+			e := k.emit(ln.e, lp[t*C:(t+1)*C], a.opt.Star)
+			m = k.step(prev, cur, e, a.lab, lo, hi, a.bp.row((t-1)%seg), m)
 			// The states read at frame t+1 outside [lo, hi) are unreachable, as
 			// torchaudio's per-frame reset makes them.
 			cur[lo], cur[lo+1], cur[hi+2], cur[hi+3] = neg, neg, neg, neg
@@ -430,11 +431,13 @@ type f32Kernel struct {
 
 func (f32Kernel) neg() float32 { return float32(math.Inf(-1)) }
 
-func (k f32Kernel) emit(e []float32, src []float32, star bool) {
-	copy(e, src)
-	if star {
-		e[len(src)] = k.star
+func (k f32Kernel) emit(buf []float32, src []float32, star bool) []float32 {
+	if !star {
+		return src
 	}
+	copy(buf, src)
+	buf[len(src)] = k.star
+	return buf
 }
 
 func (f32Kernel) rowMax(row []float32, lo, hi int) float32 { return 0 }
@@ -552,11 +555,12 @@ type i32Kernel struct {
 
 func (i32Kernel) neg() int32 { return ctcNeg }
 
-func (k i32Kernel) emit(e []int32, src []float32, star bool) {
-	k.quant.row(e[:len(src)], src)
+func (k i32Kernel) emit(buf []int32, src []float32, star bool) []int32 {
+	k.quant.row(buf[:len(src)], src)
 	if star {
-		e[len(src)] = k.star
+		buf[len(src)] = k.star
 	}
+	return buf
 }
 
 func (i32Kernel) rowMax(row []int32, lo, hi int) int32 {
