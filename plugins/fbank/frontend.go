@@ -19,7 +19,7 @@ type Frontend struct {
 	winOff int       // where the window starts in the n_fft buffer
 	pad    int       // virtual samples before sample 0 (n_fft/2 when centred)
 	bank   melBank
-	batch  *batchPlan // four frames at a time with SIMD; nil: scalar only
+	batch  *batchPlan // groups of `lanes` frames with SIMD; nil: scalar only
 }
 
 // NewFrontend validates cfg and precomputes everything Compute needs.

@@ -13,12 +13,12 @@ import (
 // or, built with -tags fbank_avx512, eight with AVX-512
 // (simd_lanes8_amd64.go). Per frame group it does the same Stockham stages,
 // real-FFT split, sparse filterbank and log as the scalar code, with the
-// frames laid out structure-of-arrays (value j of frame f at [4j+f]), so
-// every butterfly is plain lane-wise arithmetic with broadcast twiddles and
-// needs no shuffles. It covers even n_fft whose half factors into 8, 4, 2
-// and 5 (400 and 512 among them); other configurations, and CPUs without
-// AVX2+FMA, use the scalar path. Results agree with the scalar path to
-// float64 rounding (see TestBatchPathMatchesScalar).
+// frames laid out structure-of-arrays (value j of frame f at
+// [lanes·j+f]), so every butterfly is plain lane-wise arithmetic with
+// replicated twiddles and needs no shuffles. It covers even n_fft whose half
+// factors into 8, 4, 2 and 5 (400 and 512 among them); other configurations,
+// and CPUs without the features, use the scalar path. Results agree with the
+// scalar path to float64 rounding (see TestBatchPathMatchesScalar).
 
 func init() {
 	if cpuSupported() {
@@ -26,7 +26,8 @@ func init() {
 	}
 }
 
-// clampScaleVec is clampScaleScalar with float32 vectors of twice the lanes.
+// clampScaleVec is clampScaleScalar with float32 vectors (f32lanes wide),
+// then a scalar tail.
 func clampScaleVec(x []float32, floor float32) {
 	if len(x) < f32lanes {
 		clampScaleScalar(x, floor)
