@@ -24,6 +24,10 @@ namespace {
 
 constexpr int kWarps = 8;  // warps per block of fbank_logmel
 constexpr int kThreads = kWarps * kWarp;
+// Blocks of fbank_logmel per SM that the register budget must allow.
+#ifndef FBANK_MIN_BLOCKS
+#define FBANK_MIN_BLOCKS 3
+#endif
 
 // Item geometry, one row of 3 long longs per item, computed on the host by
 // plugins/fbank's Config.geometry.
@@ -60,14 +64,19 @@ struct WarpLanes {
 // Grid (ceil(T / F), B), block 256 threads = 8 warps, F = 8·fpw frames per
 // block: block (x, b) owns frames t0 = x·F .. t0+F-1 of item b, warp w the
 // frames t0 + w·fpw .. + fpw-1, one at a time. Dynamic shared memory:
-// 8·(N/2)·8 bytes of FFT buffers (one per warp) + F·(M+1)·4 bytes of staged
-// log-mel rows (row pitch M+1 so that the mel_time transpose reads are
-// conflict-free).
+// 8·(N/2 + N/16)·8 bytes of FFT buffers (one per warp, padded) + F·(M+1)·4
+// bytes of staged log-mel rows (row pitch M+1 so that the mel_time transpose
+// reads are conflict-free) + when shared_w > 0, the filterbank: bands
+// (3·M ints) and its shared_w weights, copied once per block (the lanes'
+// band reads are scattered: from shared memory they cost bank conflicts at
+// worst, from L1 one cache line each).
 //
 // Per frame t < computed (the warp's lanes cooperate, fbank_frame.cuh):
 //   x[j] = window[j] · s(t·hop - pad + j), s = the pre-emphasised signal
 //   with virtual reflect/zero padding (no padded copy), packed as H = N/2
-//   complex points; Stockham FFT; |X[k]|², k = 0..H, in place; mel band sums
+//   complex points read straight into the first radix-8 pass's registers
+//   (each lane's window pairs are loaded once per block); Stockham FFT;
+//   |X[k]|², k = 0..H, in place; mel band sums
 //   and y = log2(max(mel + guard, floor))·scale into the staging row.
 // Frames t in [computed, T) are written as 0. The block then writes its rows
 // to out in the layout (0: mel_time [B, M, T]; 1: time_mel [B, T, M]) with
@@ -80,7 +89,8 @@ struct WarpLanes {
 template <int N>
 __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, const Item* __restrict__ items,
                        const float* __restrict__ window, const float2* __restrict__ twN,
-                       const Band* __restrict__ bands, const float* __restrict__ weights, long long n_mels,
+                       const Band* __restrict__ bands, const float* __restrict__ weights, long long shared_w,
+                       long long n_mels,
                        long long frames, long long hop, long long pad, long long reflect, double preemph,
                        double guard, double floor_, double scale, long long layout, long long fpw,
                        float* __restrict__ out, void* __restrict__ partial, long long stats,
@@ -89,13 +99,25 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
   extern __shared__ float2 smem[];
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int M = (int)n_mels, F = kWarps * (int)fpw, pitch = M + 1;
-  float2* z = smem + warp * H;
-  float* stage = reinterpret_cast<float*>(smem + kWarps * H);
+  float2* z = smem + warp * fbank::Buffer<H>::kSize;
+  float* stage = reinterpret_cast<float*>(smem + kWarps * fbank::Buffer<H>::kSize);
   const long long b = blockIdx.y, t0 = (long long)blockIdx.x * F;
+  if (shared_w > 0) {
+    Band* sb = reinterpret_cast<Band*>(stage + F * pitch);
+    float* sw = reinterpret_cast<float*>(sb + M);
+    for (int i = threadIdx.x; i < M; i += kThreads) sb[i] = bands[i];
+    for (int i = threadIdx.x; i < shared_w; i += kThreads) sw[i] = weights[i];
+    bands = sb;
+    weights = sw;
+    __syncthreads();
+  }
   const Item it = items[b];
   fbank::Source src{pcm + b * pcm_stride, it.n, it.real, 0, (int)reflect, (float)preemph};
   const float g = (float)guard, fl = (float)floor_, sc = (float)scale;
 
+  using First = typename fbank::FFTPlan<H>::First;
+  float2 wr[8];  // this lane's window pairs for the first pass, fixed across frames
+  First::load_window(window, wr, lane);
   float mx = -INFINITY;
   for (int i = 0; i < fpw; i++) {
     const int r = warp * (int)fpw + i;
@@ -107,9 +129,11 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
       if (!isfinite(src.pcm[j])) atomicMin(bad + b, (unsigned long long)j);
     }
     src.start = t * hop - pad;
-    fbank::load_frame<H>(z, src, window, lane);
+    First first;  // the previous frame's readers of z finished at the loop's last __syncwarp
+    first.load_signal(src, wr, lane);
+    first.store(z, twN, lane);
     __syncwarp();
-    fbank::FFTPlan<H>::run(z, twN, WarpLanes{lane});
+    fbank::FFTPlan<H>::run_rest(z, twN, WarpLanes{lane});
     fbank::Power<H> pw;
     pw.load(z, twN, lane);
     __syncwarp();
@@ -168,30 +192,33 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
 
 #define FBANK_LOGMEL_ARGS                                                                                      \
   const float *pcm, long long pcm_stride, const Item *items, const float *window, const float2 *twN,          \
-      const Band *bands, const float *weights, long long n_mels, long long frames, long long hop, long long pad, \
+      const Band *bands, const float *weights, long long shared_w, long long n_mels, long long frames, long long hop, \
+      long long pad, \
       long long reflect, double preemph, double guard, double floor_, double scale, long long layout,         \
       long long fpw, float *out, void *partial, long long stats, unsigned long long *bad
 #define FBANK_LOGMEL_CALL                                                                                     \
-  pcm, pcm_stride, items, window, twN, bands, weights, n_mels, frames, hop, pad, reflect, preemph, guard, floor_, \
+  pcm, pcm_stride, items, window, twN, bands, weights, shared_w, n_mels, frames, hop, pad, reflect, preemph, guard, floor_, \
       scale, layout, fpw, out, partial, stats, bad
 
-extern "C" __global__ void __launch_bounds__(kThreads) fbank_logmel_n400(FBANK_LOGMEL_ARGS) {
+extern "C" __global__ void __launch_bounds__(kThreads, FBANK_MIN_BLOCKS) fbank_logmel_n400(FBANK_LOGMEL_ARGS) {
   logmel<400>(FBANK_LOGMEL_CALL);
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads) fbank_logmel_n512(FBANK_LOGMEL_ARGS) {
+extern "C" __global__ void __launch_bounds__(kThreads, FBANK_MIN_BLOCKS) fbank_logmel_n512(FBANK_LOGMEL_ARGS) {
   logmel<512>(FBANK_LOGMEL_CALL);
 }
 
 // fbank_stats reduces the partials of fbank_logmel (G per item) in a fixed
-// order (deterministic) and in float64.
+// order (deterministic) and in float64. Block 256 threads.
 //
-// kStatsMax: grid (1, B), block 256: floor[b] = max over the item's partials
-//   - clamp (Whisper: clamp = 8); when fixed_floor is finite (normalize=global)
+// kStatsMax: grid (1, B): floor[b] = max over the item's G partials - clamp
+//   (Whisper: clamp = 8); when fixed_floor is finite (normalize=global)
 //   floor[b] = fixed_floor instead and partial is not read.
-// kStatsMoments: grid (ceil(M/256), B), block 256: thread m sums the G
-//   partials of feature m; with n = computed frames (>= 2),
-//   mean = Σy/n, var = max(0, (Σy² - Σy·mean)/(n-1)), inv = 1/(√var + eps);
+// kStatsMoments: grid (ceil(M/32), B): thread (g0, j) = (tid/32, tid%32)
+//   sums groups g0, g0+8, ... of feature m = 32·blockIdx.x + j (a warp reads
+//   32 consecutive features: coalesced), the 8 sums of a feature are added
+//   in g0 order, and with n = computed frames (>= 2)
+//   mean = Σy/n, var = max(0, (Σy² - Σy·mean)/(n-1)), inv = 1/(√var + eps),
 //   moments[(b·M + m)·2 + {0,1}] = mean, inv.
 extern "C" __global__ void fbank_stats(const Item* items, const void* partial, long long groups, long long n_mels,
                                        long long stats, double clamp, double fixed_floor, double eps, float* floor_,
@@ -215,13 +242,24 @@ extern "C" __global__ void fbank_stats(const Item* items, const void* partial, l
     }
     return;
   }
-  const long long m = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (m >= n_mels) return;
-  const double* p = static_cast<const double*>(partial) + b * groups * n_mels * 2 + m * 2;
+  __shared__ double sums[kWarps][kWarp][2];
+  const int j = threadIdx.x % kWarp, g0 = threadIdx.x / kWarp;
+  const long long m = (long long)blockIdx.x * kWarp + j;
   double s = 0, s2 = 0;
-  for (long long g = 0; g < groups; g++) {
-    s += p[g * n_mels * 2];
-    s2 += p[g * n_mels * 2 + 1];
+  if (m < n_mels) {
+    const double* p = static_cast<const double*>(partial) + (b * groups * n_mels + m) * 2;
+    for (long long g = g0; g < groups; g += kWarps) {
+      s += p[g * n_mels * 2];
+      s2 += p[g * n_mels * 2 + 1];
+    }
+  }
+  sums[g0][j][0] = s;
+  sums[g0][j][1] = s2;
+  __syncthreads();
+  if (g0 != 0 || m >= n_mels) return;
+  for (int w = 1; w < kWarps; w++) {
+    s += sums[w][j][0];
+    s2 += sums[w][j][1];
   }
   const double n = (double)items[b].computed;
   const double mean = s / n;

@@ -50,7 +50,7 @@ const (
 // filterbank bands) live on the device from construction; Run takes the pcm
 // in device memory and returns device-resident features, copying to the host
 // only the per-item error words (8 bytes an item) and uploading the per-item
-// geometry (24 bytes an item).
+// geometry (24 bytes an item). The threads parameter does not apply.
 type cudaOp struct {
 	fe                  *Frontend
 	be                  *cuda.Backend
@@ -58,6 +58,10 @@ type cudaOp struct {
 	logmel, stats, norm *cuda.Kernel
 	window, twiddle     *cuda.Buffer
 	bands, weights      *cuda.Buffer
+
+	// sharedW is the number of filterbank weights fbank_logmel copies to
+	// shared memory with the bands (0: it reads them from global memory).
+	sharedW int
 
 	statsMode         int
 	fixedFloor        float64 // statsMax: NaN (per-item max) or the global floor
@@ -95,6 +99,10 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 			return nil, err
 		}
 	}
+	o.sharedW = max(len(fe.bank.w), 1)
+	if o.shared(1) > cudaMaxShared {
+		o.sharedW = 0
+	}
 	if err := o.uploadTables(); err != nil {
 		_ = o.Close()
 		return nil, err
@@ -121,12 +129,24 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 }
 
 // cudaShared is fbank_logmel's dynamic shared memory: one N/2-point complex
-// buffer per warp and 8·fpw staged rows of n_mels+1 floats.
+// buffer per warp (padded by one entry in 9, fbank_frame.cuh's Buffer) and
+// 8·fpw staged rows of n_mels+1 floats.
 func cudaShared(nFFT, nMels, fpw int) int {
-	return cudaWarps*(nFFT/2)*8 + cudaWarps*fpw*(nMels+1)*4
+	return cudaFFTShared(nFFT) + cudaWarps*fpw*(nMels+1)*4
 }
 
-func cudaMaxMels(nFFT int) int { return (cudaMaxShared-cudaWarps*(nFFT/2)*8)/(cudaWarps*4) - 1 }
+func cudaFFTShared(nFFT int) int { h := nFFT / 2; return cudaWarps * (h + h/8) * 8 }
+
+// shared is fbank_logmel's dynamic shared memory for this op.
+func (o *cudaOp) shared(fpw int) int {
+	s := cudaShared(o.fe.cfg.NFFT, o.fe.cfg.NumMels, fpw)
+	if o.sharedW > 0 {
+		s += (3*o.fe.cfg.NumMels + o.sharedW) * 4
+	}
+	return s
+}
+
+func cudaMaxMels(nFFT int) int { return (cudaMaxShared-cudaFFTShared(nFFT))/(cudaWarps*4) - 1 }
 
 // uploadTables puts the window (placed in the n_fft buffer), the twiddles
 // e^{-2πik/N} (float64 rounded once) and the sparse filterbank on the device.
@@ -344,8 +364,8 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 		layout = 1
 	}
 	err = o.logmel.Launch(cuda.Dim3{X: groups, Y: batch, Z: 1}, cuda.Dim3{X: cudaThreads, Y: 1, Z: 1},
-		cudaShared(c.NFFT, c.NumMels, fpw),
-		pcm, stride, itemsBuf, o.window, o.twiddle, o.bands, o.weights, c.NumMels, frames,
+		o.shared(fpw),
+		pcm, stride, itemsBuf, o.window, o.twiddle, o.bands, o.weights, o.sharedW, c.NumMels, frames,
 		c.HopLength, o.fe.pad, reflect, c.PreEmphasis, o.guard, o.floor, o.lg2, layout, fpw,
 		out, partial, o.statsMode, bad)
 	if err != nil || o.statsMode == statsNone {
@@ -361,7 +381,7 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	}
 	grid := cuda.Dim3{X: 1, Y: batch, Z: 1}
 	if o.statsMode == statsMoments {
-		grid.X = ceilDiv(c.NumMels, 256)
+		grid.X = ceilDiv(c.NumMels, 32)
 	}
 	err = o.stats.Launch(grid, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
 		itemsBuf, partial, groups, c.NumMels, o.statsMode, clampRange, o.fixedFloor, stdEpsilon, floors, moments)
@@ -381,9 +401,8 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 // frames (fewer, larger partial reductions), else fewer so that a single clip
 // still spreads over the whole GPU; never more than shared memory allows.
 func (o *cudaOp) framesPerWarp(batch, frames int) int {
-	c := &o.fe.cfg
 	for _, fpw := range []int{4, 2} {
-		if cudaShared(c.NFFT, c.NumMels, fpw) <= cudaMaxShared && batch*ceilDiv(frames, cudaWarps*fpw) >= 2*o.sms {
+		if o.shared(fpw) <= cudaMaxShared && batch*ceilDiv(frames, cudaWarps*fpw) >= 2*o.sms {
 			return fpw
 		}
 	}
