@@ -4,6 +4,10 @@ SHELL := /bin/bash
 GO    ?= go
 BIN   := bin
 export CGO_ENABLED := 1
+# Go 1.26's simd/archsimd (GOEXPERIMENT=simd) gives the fbank op its AVX2 path on amd64
+# (GOFLAGS=-tags=fbank_avx512 for the AVX-512 one); without it, and on other CPUs, the
+# portable scalar path runs. Override with GOEXPERIMENT= to build without it.
+export GOEXPERIMENT ?= simd
 
 # The CUDA build compiles against cuda.h and the libcuda.so link stub that
 # `make cuda-deps` extracts from Debian's nvidia-cuda-dev package.
