@@ -93,7 +93,41 @@ type OpSpec struct {
 var (
 	opsMu sync.RWMutex
 	ops   = map[string]*OpSpec{}
+	// impls holds backend-specific constructors: impls[op][backend].
+	impls = map[string]map[string]func(Params, Backend) (Op, error){}
 )
+
+// RegisterImplementation adds a constructor of op for one backend (e.g. the
+// CUDA launcher of an op family, registered in the init() of a -tags cuda
+// file). New calls it instead of OpSpec.New when the op is built for that
+// backend; the op's contract (OpSpec) stays the one registered with Register.
+// It panics on empty names, a nil constructor or a duplicate (op, backend).
+// The op itself may be registered before or after.
+func RegisterImplementation(op, backend string, newOp func(Params, Backend) (Op, error)) {
+	opsMu.Lock()
+	defer opsMu.Unlock()
+	if op == "" || backend == "" || newOp == nil {
+		panic("edge: RegisterImplementation needs an op, a backend and a constructor")
+	}
+	if impls[op] == nil {
+		impls[op] = map[string]func(Params, Backend) (Op, error){}
+	}
+	if _, dup := impls[op][backend]; dup {
+		panic("edge: RegisterImplementation called twice for op " + op + " on backend " + backend)
+	}
+	impls[op][backend] = newOp
+}
+
+// constructor returns the backend-specific constructor of op for b, or the
+// spec's own.
+func constructor(spec *OpSpec, b Backend) func(Params, Backend) (Op, error) {
+	opsMu.RLock()
+	defer opsMu.RUnlock()
+	if f, ok := impls[spec.Name][b.Name()]; ok {
+		return f
+	}
+	return spec.New
+}
 
 // Register makes an op available by name. It panics on an empty name, a nil
 // constructor or a duplicate name, like database/sql's Register.
@@ -193,7 +227,7 @@ func New(name string, cfg map[string]any, b Backend) (*Instance, error) {
 	if b == nil {
 		b = CPU
 	}
-	op, err := spec.New(p, b)
+	op, err := constructor(spec, b)(p, b)
 	if err != nil {
 		return nil, fmt.Errorf("op %s: %w", spec.Name, err)
 	}

@@ -254,3 +254,31 @@ func TestTensor(t *testing.T) {
 	_, err = ParseDType("f8")
 	assert.Error(t, err)
 }
+
+// fakeBackend is a host backend under another name, to exercise
+// backend-specific implementations.
+type fakeBackend struct{ cpuBackend }
+
+func (fakeBackend) Name() string { return "fake" }
+
+func TestRegisterImplementation(t *testing.T) {
+	RegisterImplementation("test.sum", "fake", func(Params, Backend) (Op, error) {
+		return scaleOp{factor: 0}, nil // a different op, so the test can tell which ran
+	})
+	assert.Panics(t, func() {
+		RegisterImplementation("test.sum", "fake", func(Params, Backend) (Op, error) { return sumOp{}, nil })
+	})
+	assert.Panics(t, func() { RegisterImplementation("test.sum", "", nil) })
+
+	x := Must(FromSlice(F32, Shape{1, 2}, []float32{1, 2}))
+	onCPU, err := New("test.sum", nil, CPU)
+	require.NoError(t, err)
+	out, err := onCPU.Run(context.Background(), Tensors{"x": x})
+	require.NoError(t, err)
+	assert.Equal(t, []float32{3}, out["sum"].F32())
+
+	onFake, err := New("test.sum", nil, fakeBackend{})
+	require.NoError(t, err)
+	_, err = onFake.Run(context.Background(), Tensors{"x": x})
+	assert.ErrorContains(t, err, `produced no output "sum"`, "the fake backend's implementation ran")
+}

@@ -29,17 +29,7 @@ func init() {
 	for name, newCUDA := range map[string]func(rt.Params, *cuda.Backend) (rt.Op, error){
 		"ctc_align": newAlignCUDA, "viterbi": newViterbiCUDA, "dtw": newDTWCUDA,
 	} {
-		spec, err := rt.Lookup(name)
-		if err != nil {
-			panic("dpx: cuda launcher: " + err.Error())
-		}
-		newCPU := spec.New
-		spec.New = func(p rt.Params, b rt.Backend) (rt.Op, error) {
-			if cb, ok := b.(*cuda.Backend); ok {
-				return newCUDA(p, cb)
-			}
-			return newCPU(p, b)
-		}
+		rt.RegisterImplementation(name, "cuda", cuda.Constructor(newCUDA))
 	}
 }
 

@@ -18,17 +18,7 @@ import (
 // init runs after op.go's (files initialise in name order), which registers
 // the op.
 func init() {
-	spec, err := runtime.Lookup("fbank")
-	if err != nil {
-		panic("fbank: cuda launcher: " + err.Error())
-	}
-	newCPU := spec.New
-	spec.New = func(p runtime.Params, b runtime.Backend) (runtime.Op, error) {
-		if cb, ok := b.(*cuda.Backend); ok {
-			return newCUDAOp(p, cb)
-		}
-		return newCPU(p, b)
-	}
+	runtime.RegisterImplementation("fbank", "cuda", cuda.Constructor(newCUDAOp))
 }
 
 // Launch geometry of fbank_logmel (kernels/fbank.cu).
