@@ -243,22 +243,8 @@ func (o *alignOp) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error) {
 	}
 	targets := make([][]int, B)
 	for b := range B {
-		for i := range L {
-			v := intAt(tg, b*L+i)
-			if v == -1 {
-				for j := i + 1; j < L; j++ {
-					if intAt(tg, b*L+j) != -1 {
-						return nil, fmt.Errorf("targets[%d] has -1 padding at %d followed by token %d at %d; padding must be trailing", b, i, intAt(tg, b*L+j), j)
-					}
-				}
-				break
-			}
-			if v < 0 || v > int64(C) {
-				// Range against C is checked precisely by the aligner; this
-				// only keeps the conversion to int safe.
-				return nil, fmt.Errorf("targets[%d][%d] = %d is out of range for C=%d columns", b, i, v, C)
-			}
-			targets[b] = append(targets[b], int(v))
+		if targets[b], err = itemTargets(tg, b, L, C); err != nil {
+			return nil, err
 		}
 	}
 	ali := rt.Must(rt.NewTensor(rt.I32, rt.Shape{B, T}))
@@ -474,4 +460,28 @@ func (o *dtwOp) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error) {
 		return nil, err
 	}
 	return rt.Tensors{"path": path, "path_len": pl, "cost_total": tot}, nil
+}
+
+// itemTargets returns item b's targets from tg ([B, L], -1 padded): the ids
+// before the first -1, which must be trailing. Ids are range-checked against
+// [0, C] only to keep the conversion to int safe; the aligner checks them
+// precisely (C itself is the star).
+func itemTargets(tg *rt.Tensor, b, L, C int) ([]int, error) {
+	var out []int
+	for i := range L {
+		v := intAt(tg, b*L+i)
+		if v == -1 {
+			for j := i + 1; j < L; j++ {
+				if intAt(tg, b*L+j) != -1 {
+					return nil, fmt.Errorf("targets[%d] has -1 padding at %d followed by token %d at %d; padding must be trailing", b, i, intAt(tg, b*L+j), j)
+				}
+			}
+			break
+		}
+		if v < 0 || v > int64(C) {
+			return nil, fmt.Errorf("targets[%d][%d] = %d is out of range for C=%d columns", b, i, v, C)
+		}
+		out = append(out, int(v))
+	}
+	return out, nil
 }

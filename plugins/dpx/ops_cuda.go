@@ -220,37 +220,27 @@ func ctcShared(S int) int { return 4*max(2*(S+2), 224) + 256 }
 // targetsOf validates item b's targets as the CPU Aligner does (trailing -1
 // padding, ids in range, no blank, T >= L + R) and returns them.
 func (o *alignCUDA) targetsOf(tg *rt.Tensor, b, L, C, T int) ([]int, error) {
+	out, err := itemTargets(tg, b, L, C)
+	if err != nil {
+		return nil, err
+	}
 	maxID := C - 1
 	if o.opt.Star {
 		maxID = C
 	}
-	var out []int
-	for i := range L {
-		v := intAt(tg, b*L+i)
-		if v == -1 {
-			for j := i + 1; j < L; j++ {
-				if intAt(tg, b*L+j) != -1 {
-					return nil, fmt.Errorf("targets[%d] has -1 padding at %d followed by token %d at %d; padding must be trailing", b, i, intAt(tg, b*L+j), j)
-				}
-			}
-			break
-		}
-		if v < 0 || v > int64(C) {
-			return nil, fmt.Errorf("targets[%d][%d] = %d is out of range for C=%d columns", b, i, v, C)
-		}
-		if v > int64(maxID) {
+	for i, v := range out {
+		if v > maxID {
 			want := fmt.Sprintf("[0, %d)", C)
 			if o.opt.Star {
 				want = fmt.Sprintf("[0, %d] (%d is the star)", C, C)
-			} else if v == int64(C) {
+			} else if v == C {
 				want += fmt.Sprintf(" (id %d is the star: enable the star option)", C)
 			}
 			return nil, fmt.Errorf("item %d: targets[%d] = %d is out of range; want %s", b, i, v, want)
 		}
-		if int(v) == o.opt.Blank {
+		if v == o.opt.Blank {
 			return nil, fmt.Errorf("item %d: targets[%d] is the blank id %d; targets must not contain the blank", b, i, v)
 		}
-		out = append(out, int(v))
 	}
 	if r := repeats(out); T < len(out)+r {
 		return nil, fmt.Errorf("item %d: T=%d frames is too short for L=%d targets with R=%d adjacent repeats; want T >= L+R = %d", b, T, len(out), r, len(out)+r)
