@@ -30,10 +30,12 @@ build:
 demo: deps build
 	$(BIN)/edge transcribe --format tsv models/default/testdata/demo.wav
 
-## test: vet, then every test (fuzz seed corpora included) with the race detector
+## test: vet, then every test (fuzz seed corpora included) with the race detector, then the
+## rvq golden cases once more without it (its portable kernel is too slow instrumented)
 test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+	$(GO) test -count=1 -run Golden ./plugins/rvq/
 
 ## lint: formatting and vet (default and cuda builds)
 lint:

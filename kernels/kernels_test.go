@@ -73,7 +73,7 @@ func writeEmpty(t *testing.T) string {
 // fbank.cu on the CPU (hosttest/run.sh) against a float64 DFT.
 func TestFrameStagesOnHost(t *testing.T) {
 	if _, err := exec.LookPath("g++"); err != nil {
-		t.Skip("g++ not installed: the host replay of fbank_frame.cuh needs a C++17 compiler")
+		t.Fatal("g++ not found: the host replay of fbank_frame.cuh needs a C++17 compiler (Debian: apt-get install g++)")
 	}
 	out, err := exec.Command("hosttest/run.sh").CombinedOutput()
 	t.Logf("%s", out)

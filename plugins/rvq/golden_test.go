@@ -101,8 +101,9 @@ func TestGolden(t *testing.T) {
 				if raceEnabled && name == "go" && len(kernels) > 1 && c.B*c.T*c.Q > 2000 {
 					// The race detector checks the concurrent driver, which is
 					// the same for every kernel; the instrumented portable
-					// kernel would take minutes here. Plain `go test` runs it.
-					t.Skip("portable kernel on a large case: covered by the non-race run")
+					// kernel would take minutes here. `make test` also runs
+					// the golden tests without -race, where it runs.
+					t.Skip("portable kernel on a large case under -race: make test runs it without -race")
 				}
 				withKernel(t, k)
 				out, err := enc.Run(context.Background(), runtime.Tensors{"x": data["x"], "codebooks": cb})
