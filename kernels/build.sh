@@ -30,7 +30,7 @@ for f in "$here"/*.cu; do echo "#include \"$f\"" >>"$unity"; done
 # NVCC_EXTRA: more flags for experiments (e.g. -DFBANK_MIN_BLOCKS=3); the
 # committed fatbin is built without.
 read -r -a extra <<<"${NVCC_EXTRA:-}"
-"$NVCC" -fatbin -O3 -std=c++17 -lineinfo -I"$here" "${targets[@]}" "${extra[@]}" -Xptxas -v \
+"$NVCC" -fatbin --threads 0 -O3 -std=c++17 -lineinfo -I"$here" "${targets[@]}" "${extra[@]}" -Xptxas -v \
   -o "$out/edge.fatbin" "$unity" 2> >(tee "$out/ptxas.log" >&2)
 version=$("$NVCC" --version | grep -o 'release [0-9.]*, V[0-9.]*' || "$NVCC" --version | tail -1)
 {
