@@ -1,0 +1,620 @@
+// rvq.cu: greedy residual vector quantisation, the GPU side of the
+// `rvq_encode` and `rvq_decode` ops (plugins/rvq, launched by
+// plugins/rvq/op_cuda.go). The CPU op of plugins/rvq is the reference: codes
+// are identical to it (exact), quantized bit-identical whenever the codes
+// agree (same fp32 subtractions and additions in the same order).
+//
+// # Data layout (prepared once by the Go side, rvq.DeviceCodebooks)
+//
+//   words  bf16 [rowsPad][Dp]: stage q's K_q codewords start at row off_q;
+//          every stage is padded with zero rows to a multiple of kRowAlign
+//          and every row with zeros to Dp = roundup(D, 64) columns.
+//   hn     f32  [rowsPad]: ||C_e||^2 / 2 exactly as the CPU computes it
+//          (sequential fp32 sum of squares, halved), +Inf on padding rows,
+//          so a padding entry never wins.
+//   meta   i32  [Q][4]: off_q (row), K_q, bits of cmax_q = max_e ||C_e||
+//          (fp32, rounded up), unused.
+//
+// x f32 [B*T][D], codes i32 [B*T][Q], quantized f32 [B*T][D]; frame t of
+// item b is row b*T+t and is valid when t < lengths[b] (lengths i32 [B], or
+// null: every frame valid). Padding rows get code -1 and quantized 0.
+// Every kernel parameter is 8 bytes (pointers, long long, double).
+//
+// # The fused encoder (rvq_encode_*: mma.sync m16n8k16 bf16, fp32 accumulate)
+//
+// Grid: one CTA per BM consecutive rows; block: WM x WN warps. The CTA runs
+// every stage of every chain for its rows; the residual never leaves it
+// except through its own global scratch rows (fp32, L2-resident, read and
+// written once per stage by the same CTA).
+//
+//   * A operand: the residual rounded to bf16 (RN), [BM][Dp] in shared
+//     memory (128-byte XOR swizzle, conflict-free ldmatrix.x4), rebuilt in
+//     the update phase of every stage.
+//   * B operand: the stage's codebook streamed in N-tiles of BN codewords x
+//     BK = 64 dimensions (128-byte rows, same swizzle) through an S-deep
+//     cp.async ring; the ring runs over the flattened sequence of (stage,
+//     N-tile, k-chunk) of the whole chain, so the next stage's tiles are in
+//     flight while the current stage's argmin is decided (no refill bubble).
+//     The N-tile's hn slice (BN floats) rides in the same ring slot.
+//   * Warp tile: (BM/WM) x (BN/WN) = MT m16-tiles x NT n8-tiles, MT*NT*4
+//     fp32 accumulators per thread; per k16 step MT + NT/2 ldmatrix.x4 feed
+//     MT*NT mma.
+//   * Epilogue per N-tile, in registers: s = hn_e - acc (the CPU's score,
+//     ||C_e||^2/2 - dot, ordered like ||r - C_e||^2), folded into a running
+//     (best, second, argbest) per row; a score equal to the best with a
+//     higher index only lowers `second`.
+//   * End of stage: merge (best, second, argbest) over the quad's lanes
+//     (shuffles) and over the WN warps sharing a row (shared memory).
+//     Near-tie guard: the bf16 A operand and the tensor-core accumulation
+//     move each score away from the CPU's by at most
+//        |r| |C_e| (2^-8 + 2 Dp 2^-23)
+//     (bf16 RN of r: |bf16(r) - r| <= 2^-8 |r|, Cauchy-Schwarz; the fp32
+//     sums of Dp terms on either side), so when
+//        second - best > |r| cmax (2^-7 + Dp 2^-20) + Dp 2^-120
+//     (two scores' bounds, the accumulation term with 2x slack, plus
+//     subnormal flushing) the winner is the CPU's winner. Otherwise the row is re-scored exactly: one warp
+//     computes every entry's score with the CPU's formula (dot: fmaf over
+//     d = 0..D-1 from +0, score = hn - dot) and takes the lowest (score,
+//     index): the CPU's answer bit for bit.
+//   * Update: one warp per row: r -= C_j, acc += C_j (fp32, elementwise),
+//     write r to scratch and bf16(r) to the A tile, ||r|| for the next guard.
+//
+// Shared memory: BM*Dp*2 (A) + S*(BN*64*2 + BN*4) (ring) + WN*BM*12
+// (partials) + BM*8. Registers: MT*NT*4 accumulators + 4*MT + 2*NT fragment
+// registers + 3*2*MT running minima; ptxas -v figures are in the fatbin's
+// ptxas.log (see docs/bench/rvq_gpu.md).
+//
+// # The small-batch path (rvq_small_score / rvq_small_update)
+//
+// For a handful of frames (streaming) the fused kernel would occupy a few
+// SMs; instead each stage is split across CTAs: rvq_small_score (grid:
+// entry chunks x rows) scores every entry exactly (the CPU formula, fp32)
+// and merges (score, index) into a per-row 64-bit key with atomicMin
+// (order-preserving score bits << 32 | index: the lowest score, then the
+// lowest index); rvq_small_update applies the winner. Exact by
+// construction, no guard needed.
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+namespace rvqk {
+
+constexpr int kBK = 64;        // k-chunk (dimensions) of one ring slot
+constexpr unsigned kFull = 0xffffffffu;
+
+__device__ __forceinline__ bool rowValid(long long row, long long T, const int* lengths) {
+  if (lengths == nullptr) return true;
+  long long b = row / T, t = row - b * T;
+  return t < lengths[b];
+}
+
+// swz is the byte offset of 16-byte chunk c of row r in a tile whose rows
+// are rowBytes long (a multiple of 128): chunks XOR-swizzled by r & 7.
+__device__ __forceinline__ uint32_t swz(int r, int c, int rowBytes) {
+  return r * rowBytes + (((c ^ (r & 7)) & 7) | (c & ~7)) * 16;
+}
+
+__device__ __forceinline__ uint32_t smemAddr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void cpAsync16(uint32_t dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+}
+__device__ __forceinline__ void cpCommit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cpWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+__device__ __forceinline__ void ldsm4(uint32_t addr, uint32_t& a, uint32_t& b, uint32_t& c, uint32_t& d) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(a), "=r"(b), "=r"(c), "=r"(d)
+               : "r"(addr));
+}
+
+__device__ __forceinline__ void mma16816(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ float bf(uint16_t v) { return __uint_as_float(static_cast<uint32_t>(v) << 16); }
+
+// Best is a running (best, second, argbest) of scores.
+struct Best {
+  float b1, b2;
+  int i1;
+  __device__ __forceinline__ void init() {
+    b1 = INFINITY;
+    b2 = INFINITY;
+    i1 = 0x7fffffff;
+  }
+  // add folds score s of entry e (entries of one thread arrive in increasing
+  // e, so an equal score never displaces the best).
+  __device__ __forceinline__ void add(float s, int e) {
+    if (s < b1) {
+      b2 = b1;
+      b1 = s;
+      i1 = e;
+    } else {
+      b2 = fminf(b2, s);
+    }
+  }
+  // merge folds another running triple (any index order).
+  __device__ __forceinline__ void merge(float o1, float o2, int oi) {
+    float lo = fminf(b2, o2);
+    if (o1 < b1 || (o1 == b1 && oi < i1)) {
+      lo = fminf(lo, b1);
+      b1 = o1;
+      i1 = oi;
+    } else {
+      lo = fminf(lo, o1);
+    }
+    b2 = lo;
+  }
+};
+
+// exactScore is the CPU's score of codeword w (bf16 [D]) for residual r:
+// hn - dot, dot summed with fmaf over d = 0..D-1 from +0.
+__device__ __forceinline__ float exactScore(const float* r, const uint16_t* w, int D, float hn) {
+  float acc = 0.f;
+  for (int d = 0; d < D; d++) acc = fmaf(r[d], bf(w[d]), acc);
+  return hn - acc;
+}
+
+// orderKey maps (score, index) to a 64-bit key whose unsigned order is the
+// lexicographic (score, index) order.
+__device__ __forceinline__ unsigned long long orderKey(float s, int e) {
+  uint32_t u = __float_as_uint(s);
+  u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  return (static_cast<unsigned long long>(u) << 32) | static_cast<uint32_t>(e);
+}
+
+struct Params {
+  const float* x;
+  const int* lengths;
+  long long rows, T, D, Dp, Q, split;
+  const uint16_t* words;
+  const float* hn;
+  const int* meta;
+  int* codes;
+  float* out;
+  float* res;  // scratch [rows][Dp]
+  float* acc;  // scratch [rows][Dp] (second chain of a split)
+  int* stats;  // [0]: rows re-scored exactly (counted with atomicAdd)
+};
+
+template <int BM, int BN, int WM, int WN, int S>
+struct Cfg {
+  static constexpr int kThreads = WM * WN * 32;
+  static constexpr int kWarps = WM * WN;
+  static constexpr int MT = BM / WM / 16;
+  static constexpr int NT = BN / WN / 8;
+  static constexpr int kSlotB = BN * kBK * 2;            // bytes of codewords per ring slot
+  static constexpr int kSlot = kSlotB + BN * 4;          // + hn
+  static constexpr int kChunksPerSlot = kSlot / 16;      // 16-byte cp.async per slot
+  static_assert(NT % 2 == 0, "NT must be even (ldmatrix.x4 loads two n8 tiles)");
+  static_assert(BM % (WM * 16) == 0 && BN % (WN * 16) == 0, "tile shape");
+  static size_t shared(long long Dp) {
+    return size_t(BM) * Dp * 2 + size_t(S) * kSlot + size_t(WN) * BM * 12 + size_t(BM) * 8;
+  }
+};
+
+// Cursor walks the flattened (stage, N-tile, k-chunk) sequence of a chain.
+struct Cursor {
+  int q, nt, kc;
+};
+
+template <int BM, int BN, int WM, int WN, int S>
+__device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, long long row0, char* smem, bool firstChain) {
+  using C = Cfg<BM, BN, WM, WN, S>;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = warp / WN, wn = warp % WN;
+  const int Dp = static_cast<int>(p.Dp), D = static_cast<int>(p.D), KC = Dp / kBK;
+  const int rowBytesA = Dp * 2;
+  char* sA = smem;
+  char* ring = sA + size_t(BM) * Dp * 2;
+  float* part = reinterpret_cast<float*>(ring + size_t(S) * C::kSlot);  // [WN][BM][3]
+  float* rnorm = part + WN * BM * 3;                                     // [BM]
+  int* sel = reinterpret_cast<int*>(rnorm + BM);                         // [BM]
+
+  // ---- chain start: r = x for the valid rows; A = bf16(r); ||r||.
+  for (int i = warp; i < BM; i += C::kWarps) {
+    long long row = row0 + i;
+    bool ok = row < p.rows && rowValid(row, p.T, p.lengths);
+    float ss = 0.f;
+    for (int d = lane * 2; d < Dp; d += 64) {
+      float v0 = 0.f, v1 = 0.f;
+      if (ok) {
+        if (d < D) v0 = p.x[row * D + d];
+        if (d + 1 < D) v1 = p.x[row * D + d + 1];
+      }
+      ss += v0 * v0 + v1 * v1;
+      __nv_bfloat162 h = __floats2bfloat162_rn(v0, v1);
+      *reinterpret_cast<__nv_bfloat162*>(sA + swz(i, d / 8, rowBytesA) + (d % 8) * 2) = h;
+    }
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(kFull, ss, o);
+    if (lane == 0) rnorm[i] = ok ? sqrtf(ss) : -1.f;  // -1: row not valid
+  }
+
+  // ---- producer: ring slot loads of the flattened sequence.
+  Cursor prod{q0, 0, 0};
+  auto advance = [&](Cursor& c) {
+    if (++c.kc == KC) {
+      c.kc = 0;
+      int K = p.meta[c.q * 4 + 1];
+      if (++c.nt * BN >= K) {
+        c.nt = 0;
+        c.q++;
+      }
+    }
+  };
+  auto issue = [&](int slot) {
+    if (prod.q < q1) {
+      const int off = p.meta[prod.q * 4];
+      const char* gw = reinterpret_cast<const char*>(p.words) + (size_t(off) + size_t(prod.nt) * BN) * Dp * 2 + prod.kc * kBK * 2;
+      const char* gh = reinterpret_cast<const char*>(p.hn + off + prod.nt * BN);
+      char* s = ring + size_t(slot) * C::kSlot;
+      for (int c = tid; c < C::kChunksPerSlot; c += C::kThreads) {
+        if (c < C::kSlotB / 16) {
+          int n = c / 8, k = c % 8;
+          cpAsync16(smemAddr(s + swz(n, k, kBK * 2)), gw + size_t(n) * Dp * 2 + k * 16);
+        } else {
+          int h = c - C::kSlotB / 16;
+          cpAsync16(smemAddr(s + C::kSlotB + h * 16), gh + h * 16);
+        }
+      }
+      advance(prod);
+    }
+    cpCommit();
+  };
+  for (int s = 0; s < S - 1; s++) issue(s);
+
+  float accum[C::MT][C::NT][4];
+  Best best[C::MT][2];
+  int slot = 0;
+  for (int q = q0; q < q1; q++) {
+    const int off = p.meta[q * 4], K = p.meta[q * 4 + 1];
+    const int ntiles = (K + BN - 1) / BN;
+#pragma unroll
+    for (int m = 0; m < C::MT; m++) {
+      best[m][0].init();
+      best[m][1].init();
+    }
+    __syncthreads();  // A tile of this stage written
+    for (int nt = 0; nt < ntiles; nt++) {
+#pragma unroll
+      for (int m = 0; m < C::MT; m++)
+#pragma unroll
+        for (int n = 0; n < C::NT; n++)
+#pragma unroll
+          for (int v = 0; v < 4; v++) accum[m][n][v] = 0.f;
+      for (int kc = 0; kc < KC; kc++) {
+        cpWait<S - 2>();
+        __syncthreads();
+        issue((slot + S - 1) % S);
+        const char* sB = ring + size_t(slot) * C::kSlot;
+#pragma unroll
+        for (int ks = 0; ks < kBK / 16; ks++) {
+          uint32_t a[C::MT][4];
+#pragma unroll
+          for (int m = 0; m < C::MT; m++) {
+            int r = wm * (BM / WM) + m * 16 + (lane & 15);
+            int c = kc * (kBK / 8) + ks * 2 + (lane >> 4);
+            ldsm4(smemAddr(sA + swz(r, c, rowBytesA)), a[m][0], a[m][1], a[m][2], a[m][3]);
+          }
+#pragma unroll
+          for (int n = 0; n < C::NT; n += 2) {
+            uint32_t b0, b1, b2, b3;
+            int r = wn * (BN / WN) + n * 8 + (lane >> 4) * 8 + (lane & 7);
+            int c = ks * 2 + ((lane >> 3) & 1);
+            ldsm4(smemAddr(sB + swz(r, c, kBK * 2)), b0, b1, b2, b3);
+#pragma unroll
+            for (int m = 0; m < C::MT; m++) {
+              mma16816(accum[m][n], a[m], b0, b1);
+              mma16816(accum[m][n + 1], a[m], b2, b3);
+            }
+          }
+        }
+        if (kc == KC - 1) {  // epilogue of this N-tile: fold the scores
+          const float* sh = reinterpret_cast<const float*>(sB + C::kSlotB);
+#pragma unroll
+          for (int n = 0; n < C::NT; n++) {
+            int col = wn * (BN / WN) + n * 8 + (lane & 3) * 2;
+            float h0 = sh[col], h1 = sh[col + 1];
+            int e = nt * BN + col;
+#pragma unroll
+            for (int m = 0; m < C::MT; m++) {
+              best[m][0].add(h0 - accum[m][n][0], e);
+              best[m][0].add(h1 - accum[m][n][1], e + 1);
+              best[m][1].add(h0 - accum[m][n][2], e);
+              best[m][1].add(h1 - accum[m][n][3], e + 1);
+            }
+          }
+        }
+        slot = (slot + 1) % S;
+      }
+    }
+    // ---- end of stage: merge the running minima of the quad, then of the
+    // WN warps sharing each row.
+#pragma unroll
+    for (int m = 0; m < C::MT; m++)
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        Best& b = best[m][h];
+#pragma unroll
+        for (int o = 1; o < 4; o <<= 1) {
+          float o1 = __shfl_xor_sync(kFull, b.b1, o), o2 = __shfl_xor_sync(kFull, b.b2, o);
+          int oi = __shfl_xor_sync(kFull, b.i1, o);
+          b.merge(o1, o2, oi);
+        }
+        if ((lane & 3) == 0) {
+          int r = wm * (BM / WM) + m * 16 + h * 8 + (lane >> 2);
+          float* pp = part + (wn * BM + r) * 3;
+          pp[0] = b.b1;
+          pp[1] = b.b2;
+          pp[2] = __int_as_float(b.i1);
+        }
+      }
+    __syncthreads();
+    const float cmax = __int_as_float(p.meta[q * 4 + 2]);
+    for (int r = tid; r < BM; r += C::kThreads) {
+      Best b;
+      b.b1 = part[r * 3];
+      b.b2 = part[r * 3 + 1];
+      b.i1 = __float_as_int(part[r * 3 + 2]);
+      for (int w = 1; w < WN; w++) {
+        const float* pp = part + (w * BM + r) * 3;
+        b.merge(pp[0], pp[1], __float_as_int(pp[2]));
+      }
+      float bound = rnorm[r] * cmax * (0x1p-7f + float(Dp) * 0x1p-20f) + float(Dp) * 0x1p-120f;
+      // -1 - j: decided j; j >= 0: re-score (j is the tensor-core winner).
+      sel[r] = (rnorm[r] < 0.f) ? -1 : (b.b2 - b.b1 > bound ? -1 - b.i1 : b.i1);
+    }
+    __syncthreads();
+    // ---- update: one warp per row (exact re-score of near ties first).
+    for (int i = warp; i < BM; i += C::kWarps) {
+      int s = sel[i];
+      if (s == -1 && rnorm[i] < 0.f) continue;  // invalid row
+      long long row = row0 + i;
+      const float* src = (q == q0) ? p.x + row * D : p.res + row * Dp;
+      int j;
+      if (s >= 0) {  // near tie: the CPU's scores, lowest (score, index)
+        float bs = INFINITY;
+        int bj = 0x7fffffff;
+        for (int e = lane; e < K; e += 32) {
+          float sc = exactScore(src, p.words + size_t(off + e) * Dp, D, p.hn[off + e]);
+          if (sc < bs) {
+            bs = sc;
+            bj = e;
+          }
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+          float os = __shfl_xor_sync(kFull, bs, o);
+          int oj = __shfl_xor_sync(kFull, bj, o);
+          if (os < bs || (os == bs && oj < bj)) {
+            bs = os;
+            bj = oj;
+          }
+        }
+        j = bj;
+        if (lane == 0 && p.stats) atomicAdd(p.stats, 1);
+      } else {
+        j = -1 - s;
+      }
+      // Non-finite x (reported by rvq_check and the host) can leave no
+      // winner: keep the gather in bounds.
+      if (j < 0 || j >= K) j = 0;
+      const uint16_t* w = p.words + size_t(off + j) * Dp;
+      float* accRow = firstChain ? p.out + row * D : p.acc + row * Dp;
+      float ss = 0.f;
+      for (int d = lane * 2; d < Dp; d += 64) {
+        float r0 = 0.f, r1 = 0.f;
+        if (d < D) {
+          float v = bf(w[d]);
+          r0 = src[d] - v;
+          p.res[row * Dp + d] = r0;
+          accRow[d] = (q == q0 ? 0.f : accRow[d]) + v;
+        }
+        if (d + 1 < D) {
+          float v = bf(w[d + 1]);
+          r1 = src[d + 1] - v;
+          p.res[row * Dp + d + 1] = r1;
+          accRow[d + 1] = (q == q0 ? 0.f : accRow[d + 1]) + v;
+        }
+        ss += r0 * r0 + r1 * r1;
+        *reinterpret_cast<__nv_bfloat162*>(sA + swz(i, d / 8, rowBytesA) + (d % 8) * 2) = __floats2bfloat162_rn(r0, r1);
+      }
+      for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(kFull, ss, o);
+      if (lane == 0) {
+        rnorm[i] = sqrtf(ss);
+        p.codes[row * p.Q + q] = j;
+      }
+    }
+  }
+  cpWait<0>();
+  __syncthreads();
+  // second chain: quantized = first chain's sum + this chain's sum.
+  if (!firstChain) {
+    for (int i = warp; i < BM; i += C::kWarps) {
+      long long row = row0 + i;
+      if (rnorm[i] < 0.f) continue;
+      for (int d = lane; d < D; d += 32) p.out[row * D + d] += p.acc[row * Dp + d];
+    }
+  }
+}
+
+// writePadding gives the CTA's padding rows code -1 and quantized 0.
+__device__ __forceinline__ void writePadding(const Params& p, long long row0, int BM) {
+  for (int i = threadIdx.x >> 5; i < BM; i += blockDim.x >> 5) {
+    long long row = row0 + i;
+    if (row >= p.rows || rowValid(row, p.T, p.lengths)) continue;
+    for (int d = threadIdx.x & 31; d < p.D; d += 32) p.out[row * p.D + d] = 0.f;
+    for (int q = threadIdx.x & 31; q < p.Q; q += 32) p.codes[row * p.Q + q] = -1;
+  }
+}
+
+template <int BM, int BN, int WM, int WN, int S>
+__device__ __forceinline__ void encode(const Params& p) {
+  extern __shared__ __align__(128) char smem[];
+  long long row0 = static_cast<long long>(blockIdx.x) * BM;
+  writePadding(p, row0, BM);
+  int split = static_cast<int>(p.split), Q = static_cast<int>(p.Q);
+  if (split == 0) {
+    encodeChain<BM, BN, WM, WN, S>(p, 0, Q, row0, smem, true);
+  } else {
+    encodeChain<BM, BN, WM, WN, S>(p, 0, split, row0, smem, true);
+    encodeChain<BM, BN, WM, WN, S>(p, split, Q, row0, smem, false);
+  }
+}
+
+}  // namespace rvqk
+
+#define RVQ_ENCODE_ARGS                                                                                         \
+  const float *x, const int *lengths, long long rows, long long T, long long D, long long Dp, long long Q,       \
+      long long split, const uint16_t *words, const float *hn, const int *meta, int *codes, float *out,          \
+      float *res, float *acc, int *stats
+#define RVQ_PARAMS \
+  rvqk::Params { x, lengths, rows, T, D, Dp, Q, split, words, hn, meta, codes, out, res, acc, stats }
+
+// Variants (BM, BN, WM x WN warps, ring depth S); the Go launcher picks one
+// per D (shared memory) and $EDGE_RVQ_VARIANT overrides it for sweeps.
+#define RVQ_VARIANT(name, BM, BN, WM, WN, S, MINB)                                                 \
+  extern "C" __global__ void __launch_bounds__(WM * WN * 32, MINB) name(RVQ_ENCODE_ARGS) { \
+    rvqk::encode<BM, BN, WM, WN, S>(RVQ_PARAMS);                                            \
+  }
+RVQ_VARIANT(rvq_encode_m128n128w24s4, 128, 128, 2, 4, 4, 1)
+RVQ_VARIANT(rvq_encode_m128n256w24s3, 128, 256, 2, 4, 3, 1)
+RVQ_VARIANT(rvq_encode_m256n128w42s3, 256, 128, 4, 2, 3, 1)
+RVQ_VARIANT(rvq_encode_m64n128w14s4, 64, 128, 1, 4, 4, 1)
+RVQ_VARIANT(rvq_encode_m64n128w22s4x2, 64, 128, 2, 2, 4, 2)
+
+// rvq_small_score: stage q of the small-batch path. Grid (ceil(K/256),
+// nrows), block 256: thread e scores entry e exactly (CPU formula) for the
+// row rows[blockIdx.y] (residual src: x for the chain's first stage, else
+// res) and the CTA's lowest (score, index) goes to keys[blockIdx.y] with
+// atomicMin. D <= 1024: the residual row is staged in shared memory.
+extern "C" __global__ void __launch_bounds__(256) rvq_small_score(const float* x, const float* res, long long first,
+                                                                  const int* rowList, long long D, long long Dp,
+                                                                  const uint16_t* words, const float* hn, long long off,
+                                                                  long long K, unsigned long long* keys) {
+  __shared__ float r[1024];
+  __shared__ unsigned long long wk[8];
+  const long long row = rowList[blockIdx.y];
+  const float* src = first ? x + row * D : res + row * Dp;
+  for (int d = threadIdx.x; d < D; d += blockDim.x) r[d] = src[d];
+  __syncthreads();
+  const long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  unsigned long long key = ~0ull;
+  if (e < K) key = rvqk::orderKey(rvqk::exactScore(r, words + (off + e) * Dp, static_cast<int>(D), hn[off + e]), static_cast<int>(e));
+  for (int o = 16; o > 0; o >>= 1) key = min(key, __shfl_xor_sync(rvqk::kFull, key, o));
+  if ((threadIdx.x & 31) == 0) wk[threadIdx.x >> 5] = key;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < (blockDim.x >> 5); w++) key = min(key, wk[w]);
+    atomicMin(keys + blockIdx.y, key);
+  }
+}
+
+// rvq_small_update applies stage q's winners: grid nrows, block 128. For row
+// rows[i]: j = keys[i] & 0xffffffff; codes[row][q] = j; res = src - C_j;
+// chain sum (out for the first chain, acc for the second) += C_j (= C_j on
+// the chain's first stage); on the second chain's last stage out += acc.
+// keys[i] is reset to all ones for the next stage.
+extern "C" __global__ void __launch_bounds__(128) rvq_small_update(const float* x, float* res, float* acc, float* out,
+                                                                   int* codes, const int* rowList, long long D,
+                                                                   long long Dp, long long Q, long long q,
+                                                                   long long first, long long secondChain,
+                                                                   long long last, const uint16_t* words, long long off,
+                                                                   unsigned long long* keys) {
+  const long long row = rowList[blockIdx.x];
+  const int j = static_cast<int>(keys[blockIdx.x] & 0xffffffffu);
+  const float* src = first ? x + row * D : res + row * Dp;
+  float* sum = secondChain ? acc + row * Dp : out + row * D;
+  const uint16_t* w = words + (off + j) * Dp;
+  for (int d = threadIdx.x; d < D; d += blockDim.x) {
+    float v = rvqk::bf(w[d]);
+    float r = src[d] - v;
+    float a = (first ? 0.f : sum[d]) + v;
+    res[row * Dp + d] = r;
+    sum[d] = a;
+    if (secondChain && last) out[row * D + d] += a;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    codes[row * Q + q] = j;
+    keys[blockIdx.x] = ~0ull;
+  }
+}
+
+// rvq_pad_rows gives padding rows (t >= lengths[b]) code -1 and quantized 0.
+// Grid ceil(rows/8), block 256: a warp per row.
+extern "C" __global__ void __launch_bounds__(256) rvq_pad_rows(const int* lengths, long long rows, long long T,
+                                                                long long D, long long Q, int* codes, float* out) {
+  long long row = static_cast<long long>(blockIdx.x) * 8 + (threadIdx.x >> 5);
+  if (row >= rows || rvqk::rowValid(row, T, lengths)) return;
+  for (int d = threadIdx.x & 31; d < D; d += 32) out[row * D + d] = 0.f;
+  if (codes != nullptr)
+    for (int q = threadIdx.x & 31; q < Q; q += 32) codes[row * Q + q] = -1;
+}
+
+// rvq_check flags the valid rows of x whose values are not finite or whose
+// squared norm (any summation order) may exceed limit: status[0] = the
+// lowest such row (atomicMin; the host sets it to all ones first).
+// Grid ceil(rows/8), block 256: a warp per row. The host re-checks the
+// flagged row with the CPU's exact rule and message.
+extern "C" __global__ void __launch_bounds__(256) rvq_check(const float* x, const int* lengths, long long rows,
+                                                             long long T, long long D, double limit,
+                                                             unsigned long long* status) {
+  long long row = static_cast<long long>(blockIdx.x) * 8 + (threadIdx.x >> 5);
+  if (row >= rows || !rvqk::rowValid(row, T, lengths)) return;
+  float ss = 0.f;
+  bool bad = false;
+  for (int d = threadIdx.x & 31; d < D; d += 32) {
+    float v = x[row * D + d];
+    bad |= !isfinite(v);
+    ss += v * v;
+  }
+  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(rvqk::kFull, ss, o);
+  bad = __any_sync(rvqk::kFull, bad) || !(ss <= static_cast<float>(limit));
+  if (bad && (threadIdx.x & 31) == 0) atomicMin(status, static_cast<unsigned long long>(row));
+}
+
+// rvq_decode: quantized = the codewords that codes select, summed chain by
+// chain in rvq_encode's order (bit-identical to its quantized). Grid
+// ceil(rows/8), block 256: a warp per row, lanes over dimensions. A code
+// outside 0..K_q-1 on a valid row sets status[0] = min(row*Q + q) (atomicMin;
+// the host formats the error) and the row is left as it is. Padding rows get
+// 0.
+extern "C" __global__ void __launch_bounds__(256) rvq_decode(const int* codes, const int* lengths, long long rows,
+                                                              long long T, long long D, long long Dp, long long Q,
+                                                              long long split, const uint16_t* words,
+                                                              const int* meta, float* out,
+                                                              unsigned long long* status) {
+  long long row = static_cast<long long>(blockIdx.x) * 8 + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 31;
+  if (row >= rows) return;
+  if (!rvqk::rowValid(row, T, lengths)) {
+    for (int d = lane; d < D; d += 32) out[row * D + d] = 0.f;
+    return;
+  }
+  const int* c = codes + row * Q;
+  for (int q = lane; q < Q; q += 32) {
+    if (c[q] < 0 || c[q] >= meta[q * 4 + 1]) atomicMin(status, static_cast<unsigned long long>(row * Q + q));
+  }
+  for (int q = 0; q < Q; q++)
+    if (c[q] < 0 || c[q] >= meta[q * 4 + 1]) return;
+  const int chains = split > 0 ? 2 : 1;
+  for (int d = lane; d < D; d += 32) {
+    float total = 0.f;
+    for (int ch = 0; ch < chains; ch++) {
+      int lo = ch == 0 ? 0 : static_cast<int>(split), hi = (ch == 0 && split > 0) ? static_cast<int>(split) : static_cast<int>(Q);
+      float a = 0.f;
+      for (int q = lo; q < hi; q++) a += rvqk::bf(words[(static_cast<long long>(meta[q * 4]) + c[q]) * Dp + d]);
+      total = ch == 0 ? a : total + a;
+    }
+    out[row * D + d] = total;
+  }
+}

@@ -1,0 +1,81 @@
+//go:build cuda
+
+package rvq
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// measureShapes are seed 001's five measure shapes (B, T, Q, K, D).
+var measureShapes = [][5]int{
+	{40, 2048, 8, 1024, 128}, {24, 2048, 16, 1024, 128}, {48, 1024, 8, 2048, 128},
+	{20, 3000, 8, 1024, 256}, {80, 1024, 8, 1024, 128},
+}
+
+// BenchmarkCUDAEncode times DeviceCodebooks.Encode at the seed's measure
+// shapes with x, codes and quantized already on the device, for every fused
+// variant that fits (sub-benchmark v=<kernel>) and the default choice
+// (v=auto). Reported:
+//
+//   - ns/op: the Encode call (input check, fused kernel, the synchronising
+//     8-byte status read);
+//   - dev-us/op: device time of the queued work (CUDA events);
+//   - TFLOP/s: the seed's FLOP count 2*Q*B*T*K*D over dev-us/op.
+//
+// scripts/bench/rvq_gpu.py runs this next to the torch peers:
+//
+//	plugins_rvq.test -test.run '^$' -test.bench CUDAEncode -test.benchtime 20x
+func BenchmarkCUDAEncode(b *testing.B) {
+	be, err := openCUDA()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i, s := range measureShapes {
+		B, T, Q, K, D := s[0], s[1], s[2], s[3], s[4]
+		rng := rand.New(rand.NewPCG(uint64(i), 1))
+		books, x, _ := synth(rng, B*T, Q, K, D)
+		c, err := NewCodebooksBF16(D, books...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		dc, err := NewDeviceCodebooks(be, c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		xd := devF32(b, be, x)
+		codes, quant := devOut(b, be, B*T*Q), devOut(b, be, B*T*D)
+		flop := 2 * float64(Q) * float64(B*T) * float64(K) * float64(D)
+		names := []string{"auto"}
+		for _, v := range variants {
+			names = append(names, v.name)
+		}
+		for _, name := range names {
+			b.Run(fmt.Sprintf("B%d_T%d_Q%d_K%d_D%d/v=%s", B, T, Q, K, D, name), func(b *testing.B) {
+				dc.variant = ""
+				if name != "auto" {
+					dc.variant = name
+				}
+				bt := Batch{B: B, T: T}
+				if err := dc.Encode(xd, bt, codes, quant); err != nil { // warm-up; also skips variants that do not fit
+					b.Skip(err)
+				}
+				var dev time.Duration
+				b.ResetTimer()
+				for range b.N {
+					d, err := be.Time(func() error { return dc.Encode(xd, bt, codes, quant) })
+					if err != nil {
+						b.Fatal(err)
+					}
+					dev += d
+				}
+				us := float64(dev.Nanoseconds()) / 1e3 / float64(b.N)
+				b.ReportMetric(us, "dev-us/op")
+				b.ReportMetric(flop/(us*1e-6)/1e12, "TFLOP/s")
+			})
+		}
+		dc.Free()
+	}
+}

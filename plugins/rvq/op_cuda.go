@@ -1,0 +1,671 @@
+//go:build cuda
+
+package rvq
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+
+	kern "github.com/edgespeech/edge/kernels"
+	rt "github.com/edgespeech/edge/runtime"
+	"github.com/edgespeech/edge/runtime/cuda"
+)
+
+// The cuda build gives rvq_encode and rvq_decode a CUDA implementation (the
+// kernels of kernels/rvq.cu). This file's init runs after op.go's, which
+// registers the ops.
+//
+// The CUDA ops take x / codes in device memory (host tensors are uploaded)
+// and return device-resident outputs. The codebooks are checked and
+// prepared on the host (the same checks as the CPU op, ||C_e||^2/2 computed
+// by the CPU code so that it is bit-identical) and uploaded on every Run; Go
+// callers that reuse them hold a DeviceCodebooks instead. One 8-byte status
+// word comes back per Run (the input check), the only synchronising copy.
+func init() {
+	rt.RegisterImplementation("rvq_encode", "cuda", cuda.Constructor(newCUDAOp(true)))
+	rt.RegisterImplementation("rvq_decode", "cuda", cuda.Constructor(newCUDAOp(false)))
+}
+
+const (
+	cudaModule = "edge"
+	// rowAlign pads every stage of the device codebooks to a multiple of
+	// this many rows (the largest N-tile), dimAlign every row to a multiple
+	// of this many values (the kernel's k-chunk).
+	rowAlign = 256
+	dimAlign = 64
+	// smallRows is the most valid frames for which Encode uses the
+	// split-codebook small-batch path instead of the fused kernel.
+	smallRows = 64
+	// EnvVariant names the environment variable that forces a fused-kernel
+	// variant (e.g. rvq_encode_m128n128w24s4), for sweeps.
+	EnvVariant = "EDGE_RVQ_VARIANT"
+)
+
+// variant is one instantiation of the fused encoder (kernels/rvq.cu).
+type variant struct {
+	name                  string
+	bm, bn, wm, wn, stage int
+}
+
+// threads is its block size.
+func (v variant) threads() int { return 32 * v.wm * v.wn }
+
+// shared is its dynamic shared memory for rows of dp values (mirrors
+// rvqk::Cfg::shared).
+func (v variant) shared(dp int) int {
+	return v.bm*dp*2 + v.stage*(v.bn*dimAlign*2+v.bn*4) + v.wn*v.bm*12 + v.bm*8
+}
+
+// variants in order of preference: Encode takes the first whose shared
+// memory fits the device for the codebooks' D.
+var variants = []variant{
+	{"rvq_encode_m128n128w24s4", 128, 128, 2, 4, 4},
+	{"rvq_encode_m128n256w24s3", 128, 256, 2, 4, 3},
+	{"rvq_encode_m256n128w42s3", 256, 128, 4, 2, 3},
+	{"rvq_encode_m64n128w14s4", 64, 128, 1, 4, 4},
+	{"rvq_encode_m64n128w22s4x2", 64, 128, 2, 2, 4},
+}
+
+// cudaKernels is the loaded kernel set of a backend.
+type cudaKernels struct {
+	fused                          map[string]*cuda.Kernel
+	maxShared                      map[string]int // dynamic shared memory a block of each fused kernel may use
+	small, update, pad, check, dec *cuda.Kernel
+}
+
+func loadKernels(b *cuda.Backend) (*cudaKernels, error) {
+	image, _, err := kern.Fatbin()
+	if err != nil {
+		return nil, err
+	}
+	mod, err := b.Module(cudaModule, image)
+	if err != nil {
+		return nil, err
+	}
+	k := &cudaKernels{fused: map[string]*cuda.Kernel{}, maxShared: map[string]int{}}
+	for _, v := range variants {
+		f, err := mod.Kernel(v.name)
+		if err != nil {
+			return nil, err
+		}
+		limit, err := f.MaxDynamicShared()
+		if err != nil {
+			return nil, err
+		}
+		if err := f.SetMaxDynamicShared(limit); err != nil {
+			return nil, err
+		}
+		k.fused[v.name], k.maxShared[v.name] = f, limit
+	}
+	for _, p := range []struct {
+		dst  **cuda.Kernel
+		name string
+	}{{&k.small, "rvq_small_score"}, {&k.update, "rvq_small_update"}, {&k.pad, "rvq_pad_rows"}, {&k.check, "rvq_check"}, {&k.dec, "rvq_decode"}} {
+		if *p.dst, err = mod.Kernel(p.name); err != nil {
+			return nil, err
+		}
+	}
+	return k, nil
+}
+
+// DeviceCodebooks is a Codebooks uploaded to a CUDA backend in the layout of
+// kernels/rvq.cu: bf16 rows padded to Dp = roundup(D, 64) values, every
+// stage padded to a multiple of 256 rows, ||C_e||^2/2 per row (+Inf on
+// padding) and per-stage (offset, K_q, max ||C_e||). Free releases it.
+type DeviceCodebooks struct {
+	be        *cuda.Backend
+	c         *Codebooks
+	k         *cudaKernels
+	dp        int
+	words, hn *cuda.Buffer
+	meta      *cuda.Buffer
+	// forcePath selects "fused" or "small" regardless of the batch (tests);
+	// variant forces a fused variant by name.
+	forcePath, variant string
+	// stats counts the rows re-scored exactly by the near-tie guard, when
+	// non-nil (tests).
+	stats *cuda.Buffer
+}
+
+// NewDeviceCodebooks uploads c (with its split) to be.
+func NewDeviceCodebooks(be *cuda.Backend, c *Codebooks) (*DeviceCodebooks, error) {
+	k, err := loadKernels(be)
+	if err != nil {
+		return nil, err
+	}
+	d := c.dim
+	dp := (d + dimAlign - 1) / dimAlign * dimAlign
+	rows := 0
+	for _, st := range c.stages {
+		rows += (st.k + rowAlign - 1) / rowAlign * rowAlign
+	}
+	words := make([]uint16, rows*dp)
+	hn := make([]float32, rows)
+	meta := make([]int32, 4*len(c.stages))
+	off := 0
+	for q, st := range c.stages {
+		kp := (st.k + rowAlign - 1) / rowAlign * rowAlign
+		var cmax2 float32
+		for e := 0; e < kp; e++ {
+			hn[off+e] = float32(math.Inf(1))
+			if e < st.k {
+				copy(words[(off+e)*dp:(off+e)*dp+d], st.codeword(d, e))
+				hn[off+e] = st.halfNorm[e]
+				cmax2 = max(cmax2, 2*st.halfNorm[e])
+			}
+		}
+		// max ||C_e||, rounded up so that the guard's bound is not lowered.
+		cmax := math.Nextafter32(float32(math.Sqrt(float64(cmax2))), float32(math.Inf(1)))
+		meta[4*q], meta[4*q+1], meta[4*q+2] = int32(off), int32(st.k), int32(math.Float32bits(cmax))
+		off += kp
+	}
+	dc := &DeviceCodebooks{be: be, c: c, k: k, dp: dp}
+	var ok bool
+	defer func() {
+		if !ok {
+			dc.Free()
+		}
+	}()
+	if dc.words, err = upload(be, u16Bytes(words)); err != nil {
+		return nil, err
+	}
+	if dc.hn, err = upload(be, cuda.Bytes(hn)); err != nil {
+		return nil, err
+	}
+	if dc.meta, err = upload(be, cuda.Bytes(meta)); err != nil {
+		return nil, err
+	}
+	ok = true
+	return dc, nil
+}
+
+// Codebooks is the host view the device codebooks were made from.
+func (dc *DeviceCodebooks) Codebooks() *Codebooks { return dc.c }
+
+// Free releases the device memory; freeing twice is a no-op.
+func (dc *DeviceCodebooks) Free() {
+	for _, b := range []*cuda.Buffer{dc.words, dc.hn, dc.meta} {
+		if b != nil {
+			_ = b.Free()
+		}
+	}
+}
+
+func upload(be *cuda.Backend, b []byte) (*cuda.Buffer, error) {
+	m, err := be.Malloc(int64(max(len(b), 8)))
+	if err != nil {
+		return nil, err
+	}
+	if err := be.HostToDevice(m.Ptr(), b); err != nil {
+		_ = m.Free()
+		return nil, err
+	}
+	return m, nil
+}
+
+func u16Bytes(v []uint16) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	b := make([]byte, 2*len(v))
+	for i, w := range v {
+		b[2*i], b[2*i+1] = byte(w), byte(w>>8)
+	}
+	return b
+}
+
+// pick returns the fused variant for these codebooks: $EDGE_RVQ_VARIANT or
+// dc.variant when set, else the first that fits the device's shared memory.
+func (dc *DeviceCodebooks) pick() (variant, *cuda.Kernel, error) {
+	want := dc.variant
+	if want == "" {
+		want = os.Getenv(EnvVariant)
+	}
+	for _, v := range variants {
+		if want != "" && v.name != want {
+			continue
+		}
+		if need := v.shared(dc.dp); need > dc.k.maxShared[v.name] {
+			if want != "" {
+				return v, nil, fmt.Errorf("rvq: variant %s needs %d B of shared memory for D = %d; the device allows %d B", v.name, need, dc.c.dim, dc.k.maxShared[v.name])
+			}
+			continue
+		}
+		return v, dc.k.fused[v.name], nil
+	}
+	if want != "" {
+		return variant{}, nil, fmt.Errorf("rvq: $%s = %q names no fused variant", EnvVariant, want)
+	}
+	return variant{}, nil, fmt.Errorf("rvq: no fused variant fits D = %d", dc.c.dim)
+}
+
+// Encode quantises x (device f32 [B, T, D], row-major, D = Dim()) into codes
+// (device i32 [B, T, Q]) and quantized (device f32 [B, T, D]) with the
+// contract of Codebooks.Encode: identical codes, bit-identical quantized.
+// bt.Lengths (host) marks the valid frames. The input check (finite x,
+// squared norms at most MaxSquaredNorm) runs on the device; its status is
+// read back at the end, so Encode returns after the work is done.
+func (dc *DeviceCodebooks) Encode(x cuda.DevicePtr, bt Batch, codes, quantized cuda.DevicePtr) error {
+	if err := bt.check(); err != nil {
+		return err
+	}
+	be, c := dc.be, dc.c
+	d, rows := c.dim, bt.B*bt.T
+	s := &devScratch{be: be}
+	defer s.free()
+	lengths, valid, err := s.lengths(bt)
+	if err != nil {
+		return err
+	}
+	status, err := s.alloc(8)
+	if err != nil {
+		return err
+	}
+	if err := be.Memset(status.Ptr(), 0xFF, 8); err != nil {
+		return err
+	}
+	if err := dc.k.check.Launch(cuda.Dim3{X: (rows + 7) / 8, Y: 1, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
+		x, lengths, rows, bt.T, d, float64(MaxSquaredNorm), status); err != nil {
+		return err
+	}
+	res, err := s.alloc(int64(rows) * int64(dc.dp) * 4)
+	if err != nil {
+		return err
+	}
+	var acc cuda.DevicePtr
+	if c.split > 0 {
+		a, err := s.alloc(int64(rows) * int64(dc.dp) * 4)
+		if err != nil {
+			return err
+		}
+		acc = a.Ptr()
+	}
+	var stats cuda.DevicePtr
+	if dc.stats != nil {
+		stats = dc.stats.Ptr()
+	}
+	path := dc.forcePath
+	if path == "" {
+		path = "fused"
+		if valid <= smallRows {
+			path = "small"
+		}
+	}
+	if path == "small" {
+		err = dc.encodeSmall(s, x, bt, lengths, res.Ptr(), acc, codes, quantized)
+	} else {
+		var v variant
+		var k *cuda.Kernel
+		if v, k, err = dc.pick(); err == nil {
+			err = dc.launchFused(v, k, x, bt, lengths, res.Ptr(), acc, codes, quantized, stats)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	st := make([]uint64, 1)
+	if err := be.DeviceToHost(cuda.Bytes(st), status.Ptr()); err != nil {
+		return err
+	}
+	if st[0] != math.MaxUint64 {
+		return dc.inputError(x, bt)
+	}
+	return nil
+}
+
+// launchFused queues the fused encoder.
+func (dc *DeviceCodebooks) launchFused(v variant, k *cuda.Kernel, x cuda.DevicePtr, bt Batch, lengths, res, acc, codes, quantized, stats cuda.DevicePtr) error {
+	c := dc.c
+	rows := bt.B * bt.T
+	return k.Launch(cuda.Dim3{X: (rows + v.bm - 1) / v.bm, Y: 1, Z: 1}, cuda.Dim3{X: v.threads(), Y: 1, Z: 1}, v.shared(dc.dp),
+		x, lengths, rows, bt.T, c.dim, dc.dp, len(c.stages), c.split, dc.words, dc.hn, dc.meta, codes, quantized, res, acc, stats)
+}
+
+// encodeSmall queues the small-batch path: per stage, every entry of the
+// codebook scored exactly by its own thread (CTAs over entry chunks x valid
+// rows), the per-row (score, index) minimum merged with atomicMin, then the
+// update.
+func (dc *DeviceCodebooks) encodeSmall(s *devScratch, x cuda.DevicePtr, bt Batch, lengths, res, acc, codes, quantized cuda.DevicePtr) error {
+	c := dc.c
+	rows := bt.B * bt.T
+	var list []int32
+	for b := 0; b < bt.B; b++ {
+		for t := 0; t < bt.valid(b); t++ {
+			list = append(list, int32(b*bt.T+t))
+		}
+	}
+	if err := dc.k.pad.Launch(cuda.Dim3{X: (rows + 7) / 8, Y: 1, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
+		lengths, rows, bt.T, c.dim, len(c.stages), codes, quantized); err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	rowList, err := s.upload(cuda.Bytes(list))
+	if err != nil {
+		return err
+	}
+	keys, err := s.alloc(int64(8 * len(list)))
+	if err != nil {
+		return err
+	}
+	if err := dc.be.Memset(keys.Ptr(), 0xFF, int64(8*len(list))); err != nil {
+		return err
+	}
+	meta := dc.hostMeta()
+	for ci, ch := range c.chains() {
+		for q := ch[0]; q < ch[1]; q++ {
+			off, k := meta[4*q], int(meta[4*q+1])
+			first := b2i(q == ch[0])
+			if err := dc.k.small.Launch(cuda.Dim3{X: (k + 255) / 256, Y: len(list), Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
+				x, res, first, rowList, c.dim, dc.dp, dc.words, dc.hn, int(off), k, keys); err != nil {
+				return err
+			}
+			if err := dc.k.update.Launch(cuda.Dim3{X: len(list), Y: 1, Z: 1}, cuda.Dim3{X: 128, Y: 1, Z: 1}, 0,
+				x, res, acc, quantized, codes, rowList, c.dim, dc.dp, len(c.stages), q, first, ci, b2i(q == ch[1]-1),
+				dc.words, int(off), keys); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// hostMeta recomputes the per-stage (offset, K, cmax bits, 0) table.
+func (dc *DeviceCodebooks) hostMeta() []int32 {
+	meta := make([]int32, 4*len(dc.c.stages))
+	off := 0
+	for q, st := range dc.c.stages {
+		meta[4*q], meta[4*q+1] = int32(off), int32(st.k)
+		off += (st.k + rowAlign - 1) / rowAlign * rowAlign
+	}
+	return meta
+}
+
+// inputError downloads x and returns the CPU op's error for its first bad
+// valid frame (the device check flags candidates; the CPU rule decides).
+func (dc *DeviceCodebooks) inputError(x cuda.DevicePtr, bt Batch) error {
+	d := dc.c.dim
+	host := make([]float32, bt.B*bt.T*d)
+	if err := dc.be.DeviceToHost(cuda.Bytes(host), x); err != nil {
+		return err
+	}
+	for _, bl := range bt.blocks(blockFrames) {
+		row0 := bl.b*bt.T + bl.t0
+		if err := checkFrames(host[row0*d:(row0+bl.t1-bl.t0)*d], d, bl); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Decode writes quantized (device f32 [B, T, D]) from codes (device i32
+// [B, T, Q]) with the contract of Codebooks.Decode: bit-identical to
+// Encode's quantized, 0 on padded frames, an error naming the first code out
+// of range on a valid frame. It reads 8 status bytes back.
+func (dc *DeviceCodebooks) Decode(codes cuda.DevicePtr, bt Batch, quantized cuda.DevicePtr) error {
+	if err := bt.check(); err != nil {
+		return err
+	}
+	c := dc.c
+	rows, q := bt.B*bt.T, len(c.stages)
+	s := &devScratch{be: dc.be}
+	defer s.free()
+	lengths, _, err := s.lengths(bt)
+	if err != nil {
+		return err
+	}
+	status, err := s.alloc(8)
+	if err != nil {
+		return err
+	}
+	if err := dc.be.Memset(status.Ptr(), 0xFF, 8); err != nil {
+		return err
+	}
+	if err := dc.k.dec.Launch(cuda.Dim3{X: (rows + 7) / 8, Y: 1, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
+		codes, lengths, rows, bt.T, c.dim, dc.dp, q, c.split, dc.words, dc.meta, quantized, status); err != nil {
+		return err
+	}
+	st := make([]uint64, 1)
+	if err := dc.be.DeviceToHost(cuda.Bytes(st), status.Ptr()); err != nil {
+		return err
+	}
+	if st[0] == math.MaxUint64 {
+		return nil
+	}
+	i := int(st[0])
+	v := make([]int32, 1)
+	if err := dc.be.DeviceToHost(cuda.Bytes(v), codes+cuda.DevicePtr(4*i)); err != nil {
+		return err
+	}
+	row, stage := i/q, i%q
+	k := c.stages[stage].k
+	return fmt.Errorf("codes[%d, %d, %d] = %d, want 0..%d (codebook %d has K = %d entries)", row/bt.T, row%bt.T, stage, v[0], k-1, stage, k)
+}
+
+// devScratch collects the pool buffers of one call; free returns them (stream
+// order makes that safe right after the launches).
+type devScratch struct {
+	be   *cuda.Backend
+	bufs []*cuda.Buffer
+}
+
+func (s *devScratch) alloc(bytes int64) (*cuda.Buffer, error) {
+	m, err := s.be.Malloc(max(bytes, 8))
+	if err == nil {
+		s.bufs = append(s.bufs, m)
+	}
+	return m, err
+}
+
+func (s *devScratch) upload(b []byte) (*cuda.Buffer, error) {
+	m, err := s.alloc(int64(len(b)))
+	if err != nil {
+		return nil, err
+	}
+	return m, s.be.HostToDevice(m.Ptr(), b)
+}
+
+// lengths uploads bt.Lengths as int32 (0: every frame valid) and returns the
+// number of valid frames.
+func (s *devScratch) lengths(bt Batch) (cuda.DevicePtr, int, error) {
+	if bt.Lengths == nil {
+		return 0, bt.B * bt.T, nil
+	}
+	l := make([]int32, bt.B)
+	n := 0
+	for b, v := range bt.Lengths {
+		l[b] = int32(v)
+		n += v
+	}
+	m, err := s.upload(cuda.Bytes(l))
+	if err != nil {
+		return 0, 0, err
+	}
+	return m.Ptr(), n, nil
+}
+
+func (s *devScratch) free() {
+	for _, m := range s.bufs {
+		_ = m.Free()
+	}
+}
+
+// cudaOp is rvq_encode or rvq_decode on the CUDA backend.
+type cudaOp struct {
+	be     *cuda.Backend
+	sizes  []int
+	split  int
+	encode bool
+}
+
+func newCUDAOp(encode bool) func(rt.Params, *cuda.Backend) (rt.Op, error) {
+	return func(p rt.Params, b *cuda.Backend) (rt.Op, error) {
+		o := &cudaOp{be: b, sizes: p.IntList("codebook_sizes"), split: p.Int("split"), encode: encode}
+		if o.split < 0 || o.split >= MaxStages {
+			return nil, fmt.Errorf("split = %d, want 0 (one chain) or 1..%d", o.split, MaxStages-1)
+		}
+		if err := checkSizes(o.sizes); err != nil {
+			return nil, err
+		}
+		if _, err := loadKernels(b); err != nil {
+			return nil, err
+		}
+		return o, nil
+	}
+}
+
+// Run checks and uploads the codebooks, then encodes or decodes on the
+// device. Outputs are device tensors of o.be.
+func (o *cudaOp) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cbt, err := o.be.Download(in["codebooks"])
+	if err != nil {
+		return nil, err
+	}
+	c, err := CodebooksFromTensor(cbt, o.sizes)
+	if err != nil {
+		return nil, fmt.Errorf("input \"codebooks\" %v: %w", cbt.Shape(), err)
+	}
+	if c, err = c.WithSplit(o.split); err != nil {
+		return nil, err
+	}
+	dc, err := NewDeviceCodebooks(o.be, c)
+	if err != nil {
+		return nil, err
+	}
+	defer dc.Free()
+	if o.encode {
+		return o.runEncode(dc, in)
+	}
+	return o.runDecode(dc, in)
+}
+
+func (o *cudaOp) runEncode(dc *DeviceCodebooks, in rt.Tensors) (rt.Tensors, error) {
+	sh := in["x"].Shape()
+	if sh[2] != dc.c.Dim() {
+		return nil, fmt.Errorf("input \"x\" has shape %v (D = %d), but the codebooks have D = %d", sh, sh[2], dc.c.Dim())
+	}
+	bt, err := batchOf("x", sh, in["lengths"])
+	if err != nil {
+		return nil, err
+	}
+	x, err := o.be.Upload(in["x"])
+	if err != nil {
+		return nil, err
+	}
+	if x != in["x"] {
+		defer x.Buffer().Free()
+	}
+	var outs outputsCUDA
+	codes := outs.empty(o.be, rt.I32, rt.Shape{sh[0], sh[1], dc.c.NumStages()})
+	quantized := outs.empty(o.be, rt.F32, sh)
+	if outs.err != nil {
+		outs.release()
+		return nil, outs.err
+	}
+	p, err := devPtrs(x, codes, quantized)
+	if err == nil {
+		err = dc.Encode(p[0], bt, p[1], p[2])
+	}
+	if err != nil {
+		outs.release()
+		return nil, err
+	}
+	return rt.Tensors{"codes": codes, "quantized": quantized}, nil
+}
+
+func (o *cudaOp) runDecode(dc *DeviceCodebooks, in rt.Tensors) (rt.Tensors, error) {
+	ct := in["codes"]
+	sh := ct.Shape()
+	if sh[2] != dc.c.NumStages() {
+		return nil, fmt.Errorf("input \"codes\" has shape %v (Q = %d), but there are %d codebooks", sh, sh[2], dc.c.NumStages())
+	}
+	bt, err := batchOf("codes", sh, in["lengths"])
+	if err != nil {
+		return nil, err
+	}
+	if ct.DType() == rt.I64 { // narrow on the host (errors name the code)
+		h, err := o.be.Download(ct)
+		if err != nil {
+			return nil, err
+		}
+		c32, err := codesI32(h)
+		if err != nil {
+			return nil, err
+		}
+		if ct, err = rt.FromSlice(rt.I32, sh, c32); err != nil {
+			return nil, err
+		}
+	}
+	dev, err := o.be.Upload(ct)
+	if err != nil {
+		return nil, err
+	}
+	if dev != in["codes"] {
+		defer dev.Buffer().Free()
+	}
+	var outs outputsCUDA
+	quantized := outs.empty(o.be, rt.F32, rt.Shape{sh[0], sh[1], dc.c.Dim()})
+	if outs.err != nil {
+		return nil, outs.err
+	}
+	p, err := devPtrs(dev, quantized)
+	if err == nil {
+		err = dc.Decode(p[0], bt, p[1])
+	}
+	if err != nil {
+		outs.release()
+		return nil, err
+	}
+	return rt.Tensors{"quantized": quantized}, nil
+}
+
+// devPtrs returns the device addresses of tensors of the cuda backend.
+func devPtrs(ts ...*rt.Tensor) ([]cuda.DevicePtr, error) {
+	out := make([]cuda.DevicePtr, len(ts))
+	for i, t := range ts {
+		p, err := cuda.Ptr(t)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = p
+	}
+	return out, nil
+}
+
+// outputsCUDA allocates device output tensors and frees them all on failure.
+type outputsCUDA struct {
+	ts  []*rt.Tensor
+	err error
+}
+
+func (o *outputsCUDA) empty(be *cuda.Backend, dt rt.DType, shape rt.Shape) *rt.Tensor {
+	if o.err != nil {
+		return nil
+	}
+	t, err := be.Empty(dt, shape)
+	if err != nil {
+		o.err = err
+		return nil
+	}
+	o.ts = append(o.ts, t)
+	return t
+}
+
+func (o *outputsCUDA) release() {
+	for _, t := range o.ts {
+		_ = t.Buffer().Free()
+	}
+}
