@@ -23,7 +23,6 @@ constexpr int kCtcNeg = -(1 << 29);  // int32 CTC: unreachable
 constexpr int kCtcFloor = -(1 << 28);  // int32 CTC: saturation of reachable states
 constexpr int kViterbiFloor = -32768;  // int32 Viterbi: candidate floor (int16)
 constexpr int kLabelMask = 0x3fffffff;  // CTC table: label | skip << 30
-constexpr int kCtcScratch = 32 * 7;     // CTC backtrace scratch, in words
 
 // Value traits of the two precisions: the unreachable value and how an
 // input log-prob / cost becomes a lane value.
@@ -95,27 +94,39 @@ __device__ ArgBest<V> blockArgMax(ArgBest<V> a, V* sv, int* si) {
 // CTC forced alignment.
 //
 // Per item b, meta[4b..4b+4) = {T_b frames, S = 2L+1 states, table offset,
-// backpointer offset (words)}; table[off .. off+S) = label | skip << 30 per
-// state (skip: the s-2 -> s transition is allowed), then (lo, hi) per frame:
-// torchaudio's state window, made by the CPU Aligner's prepare.
+// backpointer offset (words)}; table[off .. off+3S) holds, per state,
+// label | skip << 30 (skip: the s-2 -> s transition is allowed), then the
+// first frame of torchaudio's state window that contains the state, then
+// the first frame after it (the window (lo, hi) of the CPU Aligner's
+// prepare only moves forward, so state s is inside it exactly for frames
+// [first_s, end_s)).
 //
 // Thread mapping: one block per item; thread x owns states x + p*blockDim
-// (p < ceil(S/blockDim) <= 8), so a warp owns 32 consecutive states per pass
-// and its two __ballot_sync planes (c1: from s-1, c2: from s-2) are the
-// packed backpointers of those states: 2 bits per state and frame,
-// bp[(t-1)][plane][ceil(S/32)] uint32. Frame t reads row t-1 from shared
-// memory (double-buffered rows of S+2 values, two sentinels), so one
-// __syncthreads per frame; the emissions of frame t+1 and its window are
-// loaded while frame t computes.
+// (p < MP, the kernel's compile-time pass count: 1, 2, 4 or 8), so a warp
+// owns 32 consecutive states per pass and its two __ballot_sync planes (c1:
+// from s-1, c2: from s-2) are the packed backpointers of those states: 2
+// bits per state and frame, bp[(t-1)][plane][ceil(S/32)] uint32. Frame t
+// reads row t-1 from shared memory (double-buffered rows of S+2 values, two
+// sentinels), so one __syncthreads per frame and no global load in the
+// frame loop: each thread copies the emissions of its own states for
+// chunks of K frames (K = the launch's `chunk`) into shared memory with
+// cp.async, two chunks ahead (double-buffered [2][K][S] floats), and reads
+// frame t+1's value before frame t's barrier. Slots are thread-private, so
+// the copies need no barrier, only the thread's own wait.
 //
-// Backtrace: warp 0 walks 32 frames per step: the lanes fetch, for frames
-// t..t-31, the three backpointer words (both planes) that can hold the path
-// (it moves at most 2 states a frame), lane 0 walks them in shared memory,
-// then the lanes write the 32 labels and frame scores in parallel; lane 0
-// sums the frame scores in float64, in frame order, as the CPU does.
+// Backtrace: warp 0 walks 32 frames per round: the lanes cp.async, for the
+// 32 frames of the next round, the 5 backpointer words per plane that can
+// hold the path (it moves at most 2 states a frame: 128 states from the
+// current round's first state), while lane 0 walks the current round's
+// words in shared memory; the lanes then write the 32 labels. Then the
+// block gathers the frame scores (coalesced over frames) into shared memory
+// in chunks and thread 0 sums them in float64, in frame order, as the CPU
+// does.
 //
-// Shared memory: 4*max(2*(S+2), 224) + 256 bytes; global scratch: (T_b-1)*ceil(S/32)*8
-// bytes of backpointers per item.
+// Shared memory (ctcShared in ops_cuda.go): labels 4*S, per-warp maxima
+// 256, then a region of max(2*(S+2) + 2*K*S, 1024) 4-byte words: the rows and
+// the emission chunks while aligning, the backtrace and sum scratch after.
+// Global scratch: (T_b-1)*ceil(S/32)*8 bytes of backpointers per item.
 //
 // Numerics: float32: torchaudio's CPU rule (s-2 only if strictly greater
 // than both, else s-1 only if strictly greater than both, else s), value r +
@@ -124,10 +135,13 @@ __device__ ArgBest<V> blockArgMax(ArgBest<V> a, V* sv, int* si) {
 // quantised values, renormalised by the previous row's maximum m: v =
 // max(r - m + e, -2^28) (fused DPX add-max), unreachable -2^29. The flag
 // when both end states are unreachable (status[3b+2] = 1).
-template <class V>
+constexpr int kCtcRegion = 1024;  // smallest scratch region, in words
+constexpr int kBtWords = 5;        // backpointer words per plane and frame fetched by the backtrace
+
+template <class V, int MP>
 __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
                          const long long* __restrict__ meta, const int* __restrict__ table,
-                         unsigned* __restrict__ bp, long long blank, double star, double scale,
+                         unsigned* __restrict__ bp, long long blank, double star, double scale, int K,
                          int* __restrict__ alignment, float* __restrict__ frameScores,
                          float* __restrict__ score, long long* __restrict__ status) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -136,52 +150,82 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
   const int tid = threadIdx.x, bd = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = bd >> 5;
   const long long* mt = meta + 4 * b;
   const int Tb = (int)mt[0], S = (int)mt[1];
-  const int* labs = table + mt[2];
-  const int* win = labs + S;
+  const int* tab = table + mt[2];
   unsigned* bpi = bp + mt[3];
   const int W = (S + 31) >> 5;
-  const int P = (S + bd - 1) / bd;
   const float* x = lp + (long long)b * T * C;
   int* ali = alignment + (long long)b * T;
   float* fs = frameScores + (long long)b * T;
 
-  // Shared memory: the two rows, then the per-warp maxima; the
-  // backtrace's scratch overlays the rows once the end state is read.
-  V* row0 = (V*)smem;
-  V* row1 = row0 + (S + 2);
-  int* wmax = (int*)(row0 + max(2 * (S + 2), kCtcScratch));  // [2][32]
-  unsigned* shBp = (unsigned*)smem;  // [32][6], backtrace only
-  int* shPath = (int*)(shBp + 32 * 6);  // [32], backtrace only
+  // Shared memory: labels, per-warp maxima, then the region.
+  int* shLab = (int*)smem;                      // [S]
+  int* wmax = shLab + S;                        // [2][32]
+  V* row0 = (V*)(wmax + 64);                    // [S+2]
+  V* row1 = row0 + (S + 2);                     // [S+2]
+  float* emb = (float*)(row1 + (S + 2));        // [2][K][S]
+  unsigned* shBp = (unsigned*)row0;             // [2][32][2][kBtWords], backtrace only
+  int* shPath = (int*)(shBp + 2 * 32 * 2 * kBtWords);  // [32], backtrace only
+  float* shSum = (float*)row0;                  // frame-score chunks, last
+  const int region = max(2 * (S + 2) + 2 * K * S, kCtcRegion);
   const V neg = L::ctcNeg();
 
   for (long long t = Tb + tid; t < T; t += bd) ali[t] = -1, fs[t] = 0.f;
 
-  int lab[kMaxPass];
+  int lab[MP], first[MP], end[MP];
   unsigned skip = 0;
 #pragma unroll
-  for (int p = 0; p < kMaxPass; ++p) {
+  for (int p = 0; p < MP; ++p) {
     const int s = p * bd + tid;
-    lab[p] = (int)blank;
-    if (p < P && s < S) {
-      const int v = labs[s];
+    lab[p] = (int)blank, first[p] = Tb, end[p] = 0;  // states >= S: never in the window
+    if (s < S) {
+      const int v = tab[s];
       lab[p] = v & kLabelMask;
+      shLab[s] = lab[p];
       if ((v >> 30) & 1) skip |= 1u << p;
+      first[p] = tab[S + s], end[p] = tab[2 * S + s];
     }
   }
-  auto emission = [&](int t, int p) -> float {
-    return lab[p] < C ? x[(long long)t * C + lab[p]] : (float)star;
+  const float starF = (float)star;
+  auto in = [&](int t, int p) { return t >= first[p] && t < end[p]; };
+  // fetch queues the emissions of chunk c (frames 1 + c*K ..) into buffer
+  // c & 1; states outside their window (and the star column) are skipped
+  // or written directly.
+  auto fetch = [&](int c) {
+    float* buf = emb + (c & 1) * K * S;
+    for (int k = 0; k < K; ++k) {
+      const int t = 1 + c * K + k;
+#pragma unroll
+      for (int p = 0; p < MP; ++p) {
+        const int s = p * bd + tid;
+        if (in(t, p)) {
+          if (lab[p] < C)
+            cpAsync4(buf + k * S + s, x + (long long)t * C + lab[p]);
+          else
+            buf[k * S + s] = starF;
+        }
+      }
+    }
+    cpAsyncCommit();
+  };
+  // next reads frame t's emissions (chunk slot k of buffer c & 1).
+  V ecur[MP];
+  auto next = [&](int c, int k, int t) {
+    const float* buf = emb + (c & 1) * K * S + k * S;
+#pragma unroll
+    for (int p = 0; p < MP; ++p) ecur[p] = in(t, p) ? L::load(buf[p * bd + tid], scale) : V(0);
   };
 
+  if (Tb > 1) fetch(0);
+  if (Tb > 1 + K) fetch(1);
   for (int i = tid; i < 2 * (S + 2); i += bd) row0[i] = neg;
   __syncthreads();
   {
-    const int lo = win[0], hi = win[1];
     int wm = kCtcNeg;
 #pragma unroll
-    for (int p = 0; p < kMaxPass; ++p) {
+    for (int p = 0; p < MP; ++p) {
       const int s = p * bd + tid;
-      if (p < P && s >= lo && s < hi) {
-        const V v = L::load(emission(0, p), scale);
+      if (in(0, p)) {
+        const V v = L::load(lab[p] < C ? x[lab[p]] : starF, scale);
         row0[s + 2] = v;
         if constexpr (L::kInt) wm = max(wm, (int)v);
       }
@@ -191,39 +235,28 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
       if (lane == 0) wmax[warp] = wm;
     }
   }
+  if (Tb > 1) {
+    if (Tb > 1 + K)
+      cpAsyncWait<1>();
+    else
+      cpAsyncWait<0>();
+    next(0, 0, 1);
+  }
   __syncthreads();
 
-  float en[kMaxPass];
-  int nlo = 0, nhi = 0;
-  if (Tb > 1) {
-    nlo = win[2], nhi = win[3];
-#pragma unroll
-    for (int p = 0; p < kMaxPass; ++p) en[p] = (p < P && p * bd + tid < S) ? emission(1, p) : 0.f;
-  }
-  for (int t = 1; t < Tb; ++t) {
+  for (int t = 1, c = 0, k = 0; t < Tb; ++t) {
     const V* prev = (t & 1) ? row0 : row1;
     V* cur = (t & 1) ? row1 : row0;
-    const int lo = nlo, hi = nhi;
-    float ec[kMaxPass];
-#pragma unroll
-    for (int p = 0; p < kMaxPass; ++p) ec[p] = en[p];
-    if (t + 1 < Tb) {
-      nlo = win[2 * (t + 1)], nhi = win[2 * (t + 1) + 1];
-#pragma unroll
-      for (int p = 0; p < kMaxPass; ++p)
-        if (p < P && p * bd + tid < S) en[p] = emission(t + 1, p);
-    }
     int m = 0;
     if constexpr (L::kInt) m = rowMax(wmax + ((t - 1) & 1) * 32, nw);
     int wm = kCtcNeg;
     unsigned* bpt = bpi + (long long)(t - 1) * 2 * W;
 #pragma unroll
-    for (int p = 0; p < kMaxPass; ++p) {
-      if (p >= P) break;
+    for (int p = 0; p < MP; ++p) {
       const int s = p * bd + tid;
       V v = neg;
       bool c1 = false, c2 = false;
-      if (s >= lo && s < hi) {
+      if (in(t, p)) {
         const V x0 = prev[s + 2], x1 = prev[s + 1], x2p = prev[s];
         V x2;
         if constexpr (L::kInt)
@@ -234,9 +267,9 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
         c1 = x1 > x0 && x1 > x2;
         const V r = c2 ? x2 : (c1 ? x1 : x0);
         if constexpr (L::kInt)
-          v = r == neg ? neg : addmax(r - m, L::load(ec[p], scale), kCtcFloor);
+          v = r == neg ? neg : addmax(r - m, ecur[p], kCtcFloor);
         else
-          v = r + ec[p];
+          v = r + ecur[p];
       }
       if (s < S) cur[s + 2] = v;
       const unsigned b1 = __ballot_sync(kFull, c1), b2 = __ballot_sync(kFull, c2);
@@ -248,54 +281,92 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
       wm = warpMax(wm);
       if (lane == 0) wmax[(t & 1) * 32 + warp] = wm;
     }
+    // Frame t+1's emissions, before the barrier: at a chunk's end, its
+    // buffer is refilled two chunks ahead and the next chunk awaited.
+    if (t + 1 < Tb) {
+      if (++k == K) {
+        k = 0;
+        ++c;
+        if (1 + (c + 1) * K < Tb) {
+          fetch(c + 1);
+          cpAsyncWait<1>();
+        } else {
+          cpAsyncWait<0>();
+        }
+      }
+      next(c, k, t + 1);
+    }
     __syncthreads();
   }
 
-  if (warp != 0) return;
+  // Final state (every warp reads it before the scratch overlays the rows).
   const V* fin = ((Tb - 1) & 1) ? row1 : row0;
   int s = 0;
   if (S >= 2) {
     const V last = fin[S - 1 + 2], lastLabel = fin[S - 2 + 2];
-    if (lane == 0 && last == neg && lastLabel == neg) status[3 * b + 2] = 1;
+    if (tid == 0 && last == neg && lastLabel == neg) status[3 * b + 2] = 1;
     s = last > lastLabel ? S - 1 : S - 2;
   }
-  __syncwarp();  // every lane has read the last row; the scratch overlays it
-  auto put = [&](int t, int st) {
-    const int k = labs[st] & kLabelMask;
-    ali[t] = k;
-    fs[t] = k < C ? x[(long long)t * C + k] : (float)star;
-  };
-  for (int t = Tb - 1; t > 0; t -= 32) {
-    const int w0 = s >= 63 ? (s - 63) >> 5 : 0;
-    const int tt = t - lane;
-    if (tt >= 1) {
-      const unsigned* row = bpi + (long long)(tt - 1) * 2 * W;
-#pragma unroll
-      for (int q = 0; q < 3; ++q) {
-        const int wi = w0 + q;
-        shBp[lane * 6 + q] = wi < W ? row[wi] : 0u;
-        shBp[lane * 6 + 3 + q] = wi < W ? row[W + wi] : 0u;
+  __syncthreads();
+  if (warp == 0) {
+    // fetchBp queues round r's words (frames t..t-31, rows t-1..t-32):
+    // kBtWords words per plane from word w0 of each.
+    auto fetchBp = [&](int r, int t, int wb) {
+      const int tt = t - lane;
+      unsigned* dst = shBp + ((r & 1) * 32 + lane) * 2 * kBtWords;
+      if (tt >= 1) {
+        const unsigned* row = bpi + (long long)(tt - 1) * 2 * W;
+        for (int q = 0; q < kBtWords; ++q) {
+          if (wb + q < W) {
+            cpAsync4(dst + q, row + wb + q);
+            cpAsync4(dst + kBtWords + q, row + W + wb + q);
+          }
+        }
       }
-    }
-    __syncwarp();
-    if (lane == 0) {
-      for (int k = 0; k < 32 && t - k >= 1; ++k) {
-        shPath[k] = s;
-        const int q = (s >> 5) - w0, bit = s & 31;
-        s -= (int)((shBp[k * 6 + q] >> bit) & 1u) | (int)(((shBp[k * 6 + 3 + q] >> bit) & 1u) << 1);
+      cpAsyncCommit();
+    };
+    auto base = [](int st) { return max(st - 127, 0) >> 5; };
+    int w0 = base(s), wNext = w0;
+    fetchBp(0, Tb - 1, w0);
+    for (int r = 0, t = Tb - 1; t > 0; ++r, t -= 32) {
+      wNext = base(s);  // round r+1 starts within 64 states below s
+      fetchBp(r + 1, t - 32, wNext);
+      cpAsyncWait<1>();
+      __syncwarp();
+      if (lane == 0) {
+        const unsigned* sh = shBp + (r & 1) * 32 * 2 * kBtWords;
+        for (int k = 0; k < 32 && t - k >= 1; ++k) {
+          shPath[k] = s;
+          const unsigned* w = sh + k * 2 * kBtWords + ((s >> 5) - w0);
+          const int bit = s & 31;
+          s -= (int)((w[0] >> bit) & 1u) | (int)(((w[kBtWords] >> bit) & 1u) << 1);
+        }
       }
+      __syncwarp();
+      s = __shfl_sync(kFull, s, 0);
+      w0 = wNext;
+      if (t - lane >= 1) ali[t - lane] = shLab[shPath[lane]];
     }
-    __syncwarp();
-    s = __shfl_sync(kFull, s, 0);
-    if (tt >= 1) put(tt, shPath[lane]);
-    __syncwarp();
+    cpAsyncWait<0>();
+    if (lane == 0) ali[0] = shLab[s];
   }
-  if (lane == 0) {
-    put(0, s);
-    double sum = 0;
-    for (int t = 0; t < Tb; ++t) sum += (double)fs[t];
-    score[b] = (float)sum;
+  __syncthreads();
+  // Frame scores: gathered by the block in chunks, summed by thread 0.
+  double sum = 0;
+  for (int t0 = 0; t0 < Tb; t0 += region) {
+    const int n = min(region, Tb - t0);
+    for (int i = tid; i < n; i += bd) {
+      const int k = ali[t0 + i];
+      const float v = k < C ? x[(long long)(t0 + i) * C + k] : starF;
+      fs[t0 + i] = v;
+      shSum[i] = v;
+    }
+    __syncthreads();
+    if (tid == 0)
+      for (int i = 0; i < n; ++i) sum += (double)shSum[i];
+    __syncthreads();
   }
+  if (tid == 0) score[b] = (float)sum;
 }
 
 // ---------------------------------------------------------------------------
@@ -634,16 +705,26 @@ extern "C" __global__ void dpx_quantize(const float* __restrict__ x, long long n
   if ((threadIdx.x & 31) == 0) atomicMax(maxq, mx);
 }
 
+// dpx_ctc_align_{f32,i32}_p{1,2,4,8}: ctcAlign with MP = 1, 2, 4, 8 state
+// passes per thread (the launcher picks the smallest that covers S with
+// blockDim <= 1024); chunk is K, the frames per emission chunk.
 #define DPX_CTC_ARGS                                                                                     \
   const float *lp, long long T, long long C, const long long *meta, const int *table, unsigned *bp,     \
-      long long blank, double star, double scale, int *alignment, float *frameScores, float *score,     \
-      long long *status
-extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<float>(lp, T, C, meta, table, bp, blank, star, scale, alignment, frameScores, score, status);
-}
-extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<int>(lp, T, C, meta, table, bp, blank, star, scale, alignment, frameScores, score, status);
-}
+      long long blank, double star, double scale, long long chunk, int *alignment, float *frameScores,  \
+      float *score, long long *status
+#define DPX_CTC_KERNEL(name, V, MP)                                                                      \
+  extern "C" __global__ void __launch_bounds__(1024) name(DPX_CTC_ARGS) {                                \
+    dpxk::ctcAlign<V, MP>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, alignment,          \
+                          frameScores, score, status);                                                   \
+  }
+DPX_CTC_KERNEL(dpx_ctc_align_f32_p1, float, 1)
+DPX_CTC_KERNEL(dpx_ctc_align_f32_p2, float, 2)
+DPX_CTC_KERNEL(dpx_ctc_align_f32_p4, float, 4)
+DPX_CTC_KERNEL(dpx_ctc_align_f32_p8, float, 8)
+DPX_CTC_KERNEL(dpx_ctc_align_i32_p1, int, 1)
+DPX_CTC_KERNEL(dpx_ctc_align_i32_p2, int, 2)
+DPX_CTC_KERNEL(dpx_ctc_align_i32_p4, int, 4)
+DPX_CTC_KERNEL(dpx_ctc_align_i32_p8, int, 8)
 
 extern "C" __global__ void __launch_bounds__(1024)
     dpx_viterbi_f32(const float* em, long long T, long long S, const float* trans, const float* priors,

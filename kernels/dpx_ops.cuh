@@ -38,4 +38,33 @@ __device__ __forceinline__ int quant(float x, double scale) {
   return (int)v;
 }
 
+// cpAsync4 copies 4 bytes from global src to shared dst without holding a
+// register (sm_80+ cp.async, L1-allocating); the copy lands after the
+// issuing thread's cpAsyncWait. Elsewhere (the host replay) it is a plain
+// copy. Only the issuing thread may read dst before a barrier.
+__device__ __forceinline__ void cpAsync4(void* dst, const void* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src)
+               : "memory");
+#else
+  *(unsigned*)dst = *(const unsigned*)src;
+#endif
+}
+
+// cpAsyncCommit closes the thread's current group of cpAsync4 copies.
+__device__ __forceinline__ void cpAsyncCommit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+// cpAsyncWait waits until at most N of the thread's committed groups are
+// still in flight.
+template <int N>
+__device__ __forceinline__ void cpAsyncWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
 }  // namespace dpxk

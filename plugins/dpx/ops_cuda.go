@@ -34,11 +34,10 @@ func init() {
 }
 
 const (
-	cudaModule    = "edge"
-	cudaMaxShared = 48 << 10 // dynamic shared memory without opting in
-	cudaMaxBlock  = 1024
-	cudaMaxPass   = 8 // states (rows) per thread, kMaxPass in dpx.cu
-	statusWords   = 3 // per item: ^bad index, max |x| bits, failure flag
+	cudaModule   = "edge"
+	cudaMaxBlock = 1024
+	cudaMaxPass  = 8 // states (rows) per thread, kMaxPass in dpx.cu
+	statusWords  = 3 // per item: ^bad index, max |x| bits, failure flag
 )
 
 // cudaKernels loads the named kernels of the embedded (or $EDGE_KERNELS_FATBIN)
@@ -94,6 +93,27 @@ func upload[T int32 | int64](s *scratch, v []T) (*cuda.Buffer, error) {
 		return nil, err
 	}
 	return m, s.be.HostToDevice(m.Ptr(), bs)
+}
+
+// uploadAll copies the parts, each padded to 8 bytes, to one new scratch
+// buffer in one copy and returns each part's device address.
+func uploadAll(s *scratch, parts ...[]byte) ([]cuda.DevicePtr, error) {
+	var all []byte
+	offs := make([]int, len(parts))
+	for i, p := range parts {
+		offs[i] = len(all)
+		all = append(all, p...)
+		all = append(all, make([]byte, (8-len(all)%8)%8)...)
+	}
+	m, err := s.alloc(int64(len(all)))
+	if err != nil {
+		return nil, err
+	}
+	ptrs := make([]cuda.DevicePtr, len(parts))
+	for i, off := range offs {
+		ptrs[i] = m.Ptr() + cuda.DevicePtr(off)
+	}
+	return ptrs, s.be.HostToDevice(m.Ptr(), all)
 }
 
 func (s *scratch) free() {
@@ -176,13 +196,22 @@ func readStatus(be *cuda.Backend, status *cuda.Buffer, items int) ([]uint64, err
 // ---------------------------------------------------------------------------
 
 type alignCUDA struct {
-	be       *cuda.Backend
-	opt      AlignOptions
-	prep     *Aligner // builds the trellis tables (labels, window)
-	check    checker
-	f32, i32 *cuda.Kernel
-	budget   int64
+	be     *cuda.Backend
+	opt    AlignOptions
+	prep   *Aligner // builds the trellis tables
+	check  checker
+	k      [2][4]*cuda.Kernel // [f32, i32][1, 2, 4, 8 passes]
+	shared int                // dynamic shared memory a launch may use
+	budget int64
 }
+
+// ctcPasses are the compile-time state passes per thread of the
+// dpx_ctc_align kernels (their _p suffixes).
+var ctcPasses = [4]int{1, 2, 4, 8}
+
+// Test hooks (benchmarks of the launch shape): the least state passes per
+// thread and the emission chunk in frames; 0 chooses.
+var ctcMinPass, ctcChunk = 0, 0
 
 func newAlignCUDA(p rt.Params, b *cuda.Backend) (rt.Op, error) {
 	pr, scale, err := precisionOf(p)
@@ -197,25 +226,89 @@ func newAlignCUDA(p rt.Params, b *cuda.Backend) (rt.Op, error) {
 	if err != nil {
 		return nil, err
 	}
-	ks, err := cudaKernels(b, "dpx_check", "dpx_ctc_align_f32", "dpx_ctc_align_i32")
+	names := []string{"dpx_check"}
+	for _, v := range []string{"f32", "i32"} {
+		for _, mp := range ctcPasses {
+			names = append(names, fmt.Sprintf("dpx_ctc_align_%s_p%d", v, mp))
+		}
+	}
+	ks, err := cudaKernels(b, names...)
 	if err != nil {
 		return nil, err
 	}
-	budget := opt.MaxMemory
-	if budget == 0 {
-		budget = DefaultMaxMemory
+	o := &alignCUDA{be: b, opt: opt, prep: a, check: checker{b, ks[0]}, budget: opt.MaxMemory}
+	if o.budget == 0 {
+		o.budget = DefaultMaxMemory
 	}
-	return &alignCUDA{be: b, opt: opt, prep: a, check: checker{b, ks[0]}, f32: ks[1], i32: ks[2], budget: budget}, nil
+	if o.shared, err = optInShared(ks[1:]...); err != nil {
+		return nil, err
+	}
+	for i, k := range ks[1:] {
+		o.k[i/4][i%4] = k
+	}
+	return o, nil
 }
 
-// ctcMaxStates is the largest trellis (2L+1 states) whose two score rows
-// fit the kernel's shared memory.
-const ctcMaxStates = (cudaMaxShared-256)/8 - 2
+// optInShared lets the kernels use the device's largest dynamic shared
+// memory per block (above the default 48 KiB) and returns that size.
+func optInShared(ks ...*cuda.Kernel) (int, error) {
+	limit := math.MaxInt
+	for _, k := range ks {
+		n, err := k.MaxDynamicShared()
+		if err != nil {
+			return 0, err
+		}
+		limit = min(limit, n)
+	}
+	for _, k := range ks {
+		if err := k.SetMaxDynamicShared(limit); err != nil {
+			return 0, err
+		}
+	}
+	return limit, nil
+}
+
+const (
+	ctcMaxChunk  = 16   // emission chunk, frames (kernel: K)
+	ctcMinRegion = 1024 // kCtcRegion in dpx.cu, words
+)
 
 // ctcShared is the kernel's dynamic shared memory for a largest trellis of
-// S states: two rows of S+2 values (at least the backtrace's 224 words of
-// scratch), then 64 per-warp maxima.
-func ctcShared(S int) int { return 4*max(2*(S+2), 224) + 256 }
+// S states and emission chunks of K frames: S labels, 64 per-warp maxima,
+// then a region of max(2(S+2) + 2KS, 1024) words (the two rows and the
+// double-buffered chunks).
+func ctcShared(S, K int) int { return 4*S + 256 + 4*max(2*(S+2)+2*K*S, ctcMinRegion) }
+
+// ctcMaxStates is the largest trellis (2L+1 states) the kernels hold in
+// shared memory of the given size (one-frame chunks) and in 1024 threads
+// of at most 8 states.
+func ctcMaxStates(shared int) int {
+	S := min(cudaMaxBlock*cudaMaxPass-1, (shared-256-16)/20)
+	for S > 1 && ctcShared(S, 1) > shared {
+		S--
+	}
+	return S
+}
+
+// ctcLaunch is the launch shape for a largest trellis of S states: state
+// passes per thread (a kernel's MP), block size and emission chunk.
+func (o *alignCUDA) ctcLaunch(S int) (passes, block, chunk int) {
+	need := max((S+cudaMaxBlock-1)/cudaMaxBlock, ctcMinPass)
+	pi := 0
+	for pi < len(ctcPasses)-1 && ctcPasses[pi] < need {
+		pi++
+	}
+	passes = ctcPasses[pi]
+	block = max(32, ((S+passes-1)/passes+31)/32*32)
+	chunk = ctcMaxChunk
+	for chunk > 1 && ctcShared(S, chunk) > o.shared {
+		chunk--
+	}
+	if ctcChunk > 0 {
+		chunk = ctcChunk
+	}
+	return passes, block, chunk
+}
 
 // targetsOf validates item b's targets as the CPU Aligner does (trailing -1
 // padding, ids in range, no blank, T >= L + R) and returns them.
@@ -248,12 +341,20 @@ func (o *alignCUDA) targetsOf(tg *rt.Tensor, b, L, C, T int) ([]int, error) {
 	return out, nil
 }
 
-// Run aligns a batch: log_probs [B,T,C] or [T,C] and targets in device
-// memory, optional host lengths. Outputs are device tensors.
-func (o *alignCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+// ctcCall is one validated ctc_align call: the log_probs' device address
+// and shape, per-item lengths and the kernel's tables.
+type ctcCall struct {
+	lp      cuda.DevicePtr
+	B, T, C int
+	lengths []int
+	dims    []int64 // {T_b, C} per item, for dpx_check
+	tabs    ctcTables
+}
+
+// plan validates a call's inputs (log_probs [B,T,C] or [T,C] and targets in
+// device memory, optional host lengths) and builds its tables; the targets
+// are downloaded to validate them.
+func (o *alignCUDA) plan(in rt.Tensors) (*ctcCall, error) {
 	lp, tgDev := in["log_probs"], in["targets"]
 	B, tc := batched(lp, 3)
 	T, C := tc[0], tc[1]
@@ -284,27 +385,38 @@ func (o *alignCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error) 
 		if targets[b], err = o.targetsOf(tg, b, tl[0], C, lengths[b]); err != nil {
 			return nil, err
 		}
-		if S := 2*len(targets[b]) + 1; S > ctcMaxStates {
-			return nil, fmt.Errorf("item %d: L=%d targets make %d trellis states; the cuda kernel holds at most %d (L <= %d): use the cpu backend", b, len(targets[b]), S, ctcMaxStates, (ctcMaxStates-1)/2)
+		if S, mx := 2*len(targets[b])+1, ctcMaxStates(o.shared); S > mx {
+			return nil, fmt.Errorf("item %d: L=%d targets make %d trellis states; the cuda kernel holds at most %d on %s (L <= %d): use the cpu backend", b, len(targets[b]), S, mx, o.be.Device(), (mx-1)/2)
 		}
 		words := int64(2*len(targets[b])+32) / 32 // ceil(S/32)
 		if need := int64(lengths[b]-1) * words * 8; need > o.budget {
 			return nil, fmt.Errorf("item %d: aligning T=%d frames over %d trellis states needs %d bytes of backpointers on the device; the limit (max_memory) is %d", b, lengths[b], 2*len(targets[b])+1, need, o.budget)
 		}
 	}
-	tabs := newCTCTables(o.prep, targets, lengths)
-	dims := make([]int64, 2*B)
+	c := &ctcCall{lp: lpPtr, B: B, T: T, C: C, lengths: lengths, dims: make([]int64, 2*B),
+		tabs: newCTCTables(o.prep, targets, lengths)}
 	for b := range B {
-		dims[2*b], dims[2*b+1] = int64(lengths[b]), int64(C)
+		c.dims[2*b], c.dims[2*b+1] = int64(lengths[b]), int64(C)
 	}
-	meta, table, bpWords, maxS := tabs.meta, tabs.table, tabs.bpWords, tabs.maxS
+	return c, nil
+}
 
+// Run aligns a batch: log_probs [B,T,C] or [T,C] and targets in device
+// memory, optional host lengths. Outputs are device tensors.
+func (o *alignCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c, err := o.plan(in)
+	if err != nil {
+		return nil, err
+	}
 	sc := scratch{be: o.be}
 	defer sc.free()
 	var outs outputs
-	ali := outs.empty(o.be, rt.I32, rt.Shape{B, T})
-	fs := outs.empty(o.be, rt.F32, rt.Shape{B, T})
-	score := outs.empty(o.be, rt.F32, rt.Shape{B})
+	ali := outs.empty(o.be, rt.I32, rt.Shape{c.B, c.T})
+	fs := outs.empty(o.be, rt.F32, rt.Shape{c.B, c.T})
+	score := outs.empty(o.be, rt.F32, rt.Shape{c.B})
 	ok := false
 	defer func() {
 		if !ok {
@@ -314,71 +426,68 @@ func (o *alignCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error) 
 	if outs.err != nil {
 		return nil, outs.err
 	}
-	err = o.launch(&sc, lpPtr, B, T, C, maxS, meta, dims, table, bpWords, ali, fs, score)
+	status, err := o.launch(&sc, c, ali, fs, score)
 	if err != nil {
 		return nil, err
 	}
-	st, err := readStatus(o.be, sc.bufs[len(sc.bufs)-1], B)
+	st, err := readStatus(o.be, status, c.B)
 	if err != nil {
 		return nil, err
 	}
-	for b := range B {
-		if err := o.check.badValue(st, b, "log_probs", lpPtr, int64(T*C), int64(C), int64(C), true); err != nil {
+	for b := range c.B {
+		if err := o.check.badValue(st, b, "log_probs", c.lp, int64(c.T*c.C), int64(c.C), int64(c.C), true); err != nil {
 			return nil, fmt.Errorf("item %d: %w", b, err)
 		}
 		if st[statusWords*b+2] != 0 {
-			return nil, fmt.Errorf("item %d: no alignment has a finite score: every path of the %d targets through the %d frames meets a -Inf log-prob", b, meta[4*b+1]/2, lengths[b])
+			return nil, fmt.Errorf("item %d: no alignment has a finite score: every path of the %d targets through the %d frames meets a -Inf log-prob", b, c.tabs.meta[4*b+1]/2, c.lengths[b])
 		}
 	}
 	ok = true
 	return rt.Tensors{"alignment": ali, "frame_scores": fs, "score": score}, nil
 }
 
-// launch uploads the tables and queues the check and the alignment; the
-// status buffer is the last scratch buffer.
-func (o *alignCUDA) launch(sc *scratch, lp cuda.DevicePtr, B, T, C, maxS int, meta, dims []int64, table []int32, bpWords int64, ali, fs, score *rt.Tensor) error {
-	metaBuf, err := upload(sc, meta)
+// launch uploads the call's tables (one copy), queues the check and the
+// alignment and returns the status buffer.
+func (o *alignCUDA) launch(sc *scratch, c *ctcCall, ali, fs, score *rt.Tensor) (*cuda.Buffer, error) {
+	tabs, err := uploadAll(sc, cuda.Bytes(c.tabs.meta), cuda.Bytes(c.dims), cuda.Bytes(c.tabs.table))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	dimsBuf, err := upload(sc, dims)
+	bp, err := sc.alloc(4 * c.tabs.bpWords)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	tabBuf, err := upload(sc, table)
+	status, err := sc.alloc(int64(8 * statusWords * c.B))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	bp, err := sc.alloc(4 * bpWords)
-	if err != nil {
-		return err
+	if err := o.be.Memset(status.Ptr(), 0, status.Bytes()); err != nil {
+		return nil, err
 	}
-	status, err := sc.alloc(int64(8 * statusWords * B))
-	if err != nil {
-		return err
-	}
-	if err := o.be.Memset(status.Ptr(), 0, int64(8*statusWords*B)); err != nil {
-		return err
-	}
-	if err := o.check.launch(lp, B, int64(T*C), int64(C), dimsBuf.Ptr(), 2, true, status.Ptr(), int64(T*C)); err != nil {
-		return err
-	}
-	k := o.f32
-	if o.opt.Precision == Int32 {
-		k = o.i32
+	if err := o.check.launch(c.lp, c.B, int64(c.T*c.C), int64(c.C), tabs[1], 2, true, status.Ptr(), int64(c.T*c.C)); err != nil {
+		return nil, err
 	}
 	scale := o.opt.Scale
 	if scale == 0 {
 		scale = DefaultScale
 	}
-	ptrs := make([]cuda.DevicePtr, 3)
+	var ptrs [3]cuda.DevicePtr
 	for i, t := range []*rt.Tensor{ali, fs, score} {
 		if ptrs[i], err = cuda.Ptr(t); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return k.Launch(dim(B), dim(blockFor(maxS)), ctcShared(maxS),
-		lp, T, C, metaBuf, tabBuf, bp, o.opt.Blank, float64(o.opt.StarLogProb), scale,
+	passes, block, chunk := o.ctcLaunch(c.tabs.maxS)
+	pi := 0
+	for ctcPasses[pi] != passes {
+		pi++
+	}
+	k := o.k[0][pi]
+	if o.opt.Precision == Int32 {
+		k = o.k[1][pi]
+	}
+	return status, k.Launch(dim(c.B), dim(block), ctcShared(c.tabs.maxS, chunk),
+		c.lp, c.T, c.C, tabs[0], tabs[2], bp, o.opt.Blank, float64(o.opt.StarLogProb), scale, chunk,
 		ptrs[0], ptrs[1], ptrs[2], status)
 }
 
@@ -390,6 +499,7 @@ type viterbiCUDA struct {
 	scale              float64
 	check              checker
 	quantize, f32, i32 *cuda.Kernel
+	maxStates          int
 }
 
 func newViterbiCUDA(p rt.Params, b *cuda.Backend) (rt.Op, error) {
@@ -404,12 +514,18 @@ func newViterbiCUDA(p rt.Params, b *cuda.Backend) (rt.Op, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &viterbiCUDA{be: b, precision: pr, scale: scale, check: checker{b, ks[0]}, quantize: ks[1], f32: ks[2], i32: ks[3]}, nil
+	shared, err := optInShared(ks[2:]...)
+	if err != nil {
+		return nil, err
+	}
+	return &viterbiCUDA{be: b, precision: pr, scale: scale, check: checker{b, ks[0]}, quantize: ks[1], f32: ks[2], i32: ks[3],
+		maxStates: viterbiMaxStates(shared)}, nil
 }
 
 // viterbiMaxStates is the largest S whose two rows (and the reduction
-// scratch) fit the kernel's shared memory.
-const viterbiMaxStates = (cudaMaxShared - 384) / 8
+// scratch) fit shared memory of the given size and whose states 1024
+// threads cover in at most 8 passes.
+func viterbiMaxStates(shared int) int { return min((shared-384)/8, cudaMaxBlock*cudaMaxPass) }
 
 // Run decodes a batch: emissions [B,T,S] or [T,S], transitions [S,S] and
 // priors [S] in device memory, optional host lengths. Outputs are device
@@ -427,8 +543,8 @@ func (o *viterbiCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error
 	if !tr.Shape().Equal(rt.Shape{S, S}) || !pr.Shape().Equal(rt.Shape{S}) {
 		return nil, fmt.Errorf("inputs \"transitions\" %v and \"priors\" %v; want [%d,%d] and [%d] for S=%d states", tr.Shape(), pr.Shape(), S, S, S, S)
 	}
-	if S > viterbiMaxStates {
-		return nil, fmt.Errorf("input \"emissions\" has S=%d states; the cuda kernel holds at most %d: use the cpu backend", S, viterbiMaxStates)
+	if S > o.maxStates {
+		return nil, fmt.Errorf("input \"emissions\" has S=%d states; the cuda kernel holds at most %d on %s: use the cpu backend", S, o.maxStates, o.be.Device())
 	}
 	lengths, err := lengthsOf(in, B, T)
 	if err != nil {
@@ -495,14 +611,11 @@ func (o *viterbiCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error
 // returns the status buffer (B+2 items).
 func (o *viterbiCUDA) launch(sc *scratch, ptr [3]cuda.DevicePtr, B, T, S int, dims, lens []int64, path, score *rt.Tensor) (*cuda.Buffer, error) {
 	be := o.be
-	dimsBuf, err := upload(sc, dims)
+	tabs, err := uploadAll(sc, cuda.Bytes(dims), cuda.Bytes(lens))
 	if err != nil {
 		return nil, err
 	}
-	lensBuf, err := upload(sc, lens)
-	if err != nil {
-		return nil, err
-	}
+	dimsPtr, lensPtr := tabs[0], tabs[1]
 	status, err := sc.alloc(int64(8 * statusWords * (B + 2)))
 	if err != nil {
 		return nil, err
@@ -511,7 +624,7 @@ func (o *viterbiCUDA) launch(sc *scratch, ptr [3]cuda.DevicePtr, B, T, S int, di
 		return nil, err
 	}
 	st := func(item int) cuda.DevicePtr { return status.Ptr() + cuda.DevicePtr(8*statusWords*item) }
-	dm := func(item int) cuda.DevicePtr { return dimsBuf.Ptr() + cuda.DevicePtr(16*item) }
+	dm := func(item int) cuda.DevicePtr { return dimsPtr + cuda.DevicePtr(16*item) }
 	if err := o.check.launch(ptr[0], B, int64(T*S), int64(S), dm(0), 2, true, st(0), int64(T*S)); err != nil {
 		return nil, err
 	}
@@ -557,7 +670,7 @@ func (o *viterbiCUDA) launch(sc *scratch, ptr [3]cuda.DevicePtr, B, T, S int, di
 		return nil, err
 	}
 	return status, k.Launch(dim(B), dim(blockFor(S)), 8*S+384,
-		ptr[0], T, S, trans, priors, lensBuf, maxq, bp, o.scale, pathPtr, scorePtr)
+		ptr[0], T, S, trans, priors, lensPtr, maxq, bp, o.scale, pathPtr, scorePtr)
 }
 
 // ---------------------------------------------------------------------------
@@ -568,6 +681,7 @@ type dtwCUDA struct {
 	scale     float64
 	check     checker
 	f32, i32  *cuda.Kernel
+	maxRows   int
 }
 
 func newDTWCUDA(p rt.Params, b *cuda.Backend) (rt.Op, error) {
@@ -582,12 +696,18 @@ func newDTWCUDA(p rt.Params, b *cuda.Backend) (rt.Op, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &dtwCUDA{be: b, precision: pr, scale: scale, check: checker{b, ks[0]}, f32: ks[1], i32: ks[2]}, nil
+	shared, err := optInShared(ks[1:]...)
+	if err != nil {
+		return nil, err
+	}
+	return &dtwCUDA{be: b, precision: pr, scale: scale, check: checker{b, ks[0]}, f32: ks[1], i32: ks[2],
+		maxRows: dtwMaxRows(shared)}, nil
 }
 
-// dtwMaxRows is the largest N whose three anti-diagonal buffers fit the
-// kernel's shared memory (and whose rows the block covers).
-const dtwMaxRows = min((cudaMaxShared-dtwScratch)/12, cudaMaxBlock*cudaMaxPass)
+// dtwMaxRows is the largest N whose three anti-diagonal buffers fit shared
+// memory of the given size and whose rows 1024 threads cover in at most 8
+// passes.
+func dtwMaxRows(shared int) int { return min((shared-dtwScratch)/12, cudaMaxBlock*cudaMaxPass) }
 
 // dtwScratch is the DTW kernel's shared memory besides its diagonals: the
 // path length and the backtrace's 256 words.
@@ -605,8 +725,8 @@ func (o *dtwCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error) {
 	if N == 0 || M == 0 || B == 0 {
 		return nil, fmt.Errorf("input \"cost\" has shape %v; want B >= 1 items, N >= 1 and M >= 1", cost.Shape())
 	}
-	if N > dtwMaxRows {
-		return nil, fmt.Errorf("input \"cost\" has N=%d rows; the cuda kernel holds at most %d (transpose the cost so N <= M, or use the cpu backend)", N, dtwMaxRows)
+	if N > o.maxRows {
+		return nil, fmt.Errorf("input \"cost\" has N=%d rows; the cuda kernel holds at most %d on %s (transpose the cost so N <= M, or use the cpu backend)", N, o.maxRows, o.be.Device())
 	}
 	dims := make([]int64, 2*B)
 	if lt := in["lengths"]; lt != nil {
@@ -671,10 +791,11 @@ func (o *dtwCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error) {
 }
 
 func (o *dtwCUDA) launch(sc *scratch, cost cuda.DevicePtr, B, N, M int, dims []int64, path, pl, tot *rt.Tensor) (*cuda.Buffer, error) {
-	dimsBuf, err := upload(sc, dims)
+	tabs, err := uploadAll(sc, cuda.Bytes(dims))
 	if err != nil {
 		return nil, err
 	}
+	dimsPtr := tabs[0]
 	status, err := sc.alloc(int64(8 * statusWords * B))
 	if err != nil {
 		return nil, err
@@ -682,7 +803,7 @@ func (o *dtwCUDA) launch(sc *scratch, cost cuda.DevicePtr, B, N, M int, dims []i
 	if err := o.be.Memset(status.Ptr(), 0, status.Bytes()); err != nil {
 		return nil, err
 	}
-	if err := o.check.launch(cost, B, int64(N*M), int64(M), dimsBuf.Ptr(), 2, false, status.Ptr(), int64(N*M)); err != nil {
+	if err := o.check.launch(cost, B, int64(N*M), int64(M), dimsPtr, 2, false, status.Ptr(), int64(N*M)); err != nil {
 		return nil, err
 	}
 	W := int64(N+31) / 32
@@ -701,5 +822,5 @@ func (o *dtwCUDA) launch(sc *scratch, cost cuda.DevicePtr, B, N, M int, dims []i
 		}
 	}
 	return status, k.Launch(dim(B), dim(blockFor(N)), 12*N+dtwScratch,
-		cost, N, M, dimsBuf, bp, o.scale, ptrs[0], ptrs[1], ptrs[2])
+		cost, N, M, dimsPtr, bp, o.scale, ptrs[0], ptrs[1], ptrs[2])
 }

@@ -13,8 +13,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -114,7 +116,8 @@ func TestCUDAAlignRandom(t *testing.T) {
 	}{
 		{"ragged", 32, []int{200, 57, 1, 120}, []int{60, 20, 0, 59}, nil},
 		{"multipass", 29, []int{2400, 1900}, []int{1500, 1100}, nil},
-		{"max_states", 32, []int{6100}, []int{(ctcMaxStates - 1) / 2}, nil},
+		{"above_48KiB", 32, []int{4000, 3500}, []int{3100, 1700}, nil},
+		{"max_states", 32, []int{8400}, []int{(ctcMaxStates(newAlignOpCUDA(t, nil).shared) - 1) / 2}, nil},
 		{"blank_last", 12, []int{90, 80}, []int{30, 10}, map[string]any{"blank": 11}},
 		{"star", 12, []int{90, 80}, []int{30, 12}, map[string]any{"star": true, "star_logprob": -1.5}},
 	}
@@ -147,6 +150,32 @@ func TestCUDAAlignRandom(t *testing.T) {
 			})
 		}
 	}
+}
+
+// newAlignOpCUDA builds the CUDA ctc_align op itself (not an Instance).
+func newAlignOpCUDA(tb testing.TB, params map[string]any) *alignCUDA {
+	tb.Helper()
+	spec, err := rt.Lookup("ctc_align")
+	require.NoError(tb, err)
+	p, err := rt.ResolveParams("ctc_align", spec.Params, params)
+	require.NoError(tb, err)
+	op, err := newAlignCUDA(p, cudaBackend(tb))
+	require.NoError(tb, err)
+	return op.(*alignCUDA)
+}
+
+// TestCUDAAlignLaunch: the launch shape covers the states with at most 1024
+// threads, and the shared memory it asks for fits the device.
+func TestCUDAAlignLaunch(t *testing.T) {
+	o := newAlignOpCUDA(t, nil)
+	for _, S := range []int{1, 3, 601, 1025, 2049, 6001, ctcMaxStates(o.shared)} {
+		passes, block, chunk := o.ctcLaunch(S)
+		require.LessOrEqual(t, block, cudaMaxBlock, "S=%d", S)
+		require.GreaterOrEqual(t, passes*block, S, "S=%d", S)
+		require.Positive(t, chunk, "S=%d", S)
+		require.LessOrEqual(t, ctcShared(S, chunk), o.shared, "S=%d", S)
+	}
+	require.GreaterOrEqual(t, ctcMaxStates(o.shared), 8191, "Hopper's 227 KiB hold 8191 states")
 }
 
 // TestCUDAErrors: bad values and impossible inputs give the CPU ops' errors.
@@ -227,6 +256,7 @@ func TestCUDAViterbi(t *testing.T) {
 		{name: "multipass", B: 2, T: 30, S: 1500, tscale: -6},
 		{name: "unpacked", B: 2, T: 50, S: 40, tscale: 60},
 		{name: "ties", B: 2, T: 60, S: 33, tscale: -2, quantised: true},
+		{name: "above_48KiB", B: 2, T: 5, S: 7000, tscale: -6, lens: []int64{5, 3}},
 	}
 	for i, c := range cases {
 		for _, pr := range precisions {
@@ -271,6 +301,7 @@ func TestCUDADTW(t *testing.T) {
 		{name: "ragged", ns: []int{50, 1, 33, 70}, ms: []int{64, 20, 1, 65}},
 		{name: "multipass", ns: []int{1300, 2100}, ms: []int{900, 1700}},
 		{name: "ties", ns: []int{40, 41}, ms: []int{45, 30}, grid: true},
+		{name: "above_48KiB", ns: []int{8192, 5000}, ms: []int{300, 41}},
 	}
 	for i, c := range cases {
 		for _, pr := range precisions {
@@ -358,7 +389,97 @@ func BenchmarkCUDA(b *testing.B) {
 					n++
 				}
 				b.ReportMetric(s.cells*float64(n)/b.Elapsed().Seconds(), "cells/s")
+				if s.op == "ctc_align" {
+					b.ReportMetric(float64(alignDeviceTime(b, map[string]any{"precision": pr}, dev, 10).Nanoseconds()), "dev-ns/op")
+				}
 			})
+		}
+		for _, v := range dev {
+			_ = v.Buffer().Free()
+		}
+	}
+}
+
+// alignDeviceTime is the median device time of reps ctc_align launches on
+// device inputs (between events around launch: the table upload, the
+// check, the alignment and its backtrace; not the host's validation, the
+// targets download or the status read).
+func alignDeviceTime(tb testing.TB, params map[string]any, in rt.Tensors, reps int) time.Duration {
+	tb.Helper()
+	o := newAlignOpCUDA(tb, params)
+	ds := make([]time.Duration, reps)
+	for i := range ds {
+		c, err := o.plan(in)
+		require.NoError(tb, err)
+		sc := scratch{be: o.be}
+		var outs outputs
+		ali := outs.empty(o.be, rt.I32, rt.Shape{c.B, c.T})
+		fs := outs.empty(o.be, rt.F32, rt.Shape{c.B, c.T})
+		score := outs.empty(o.be, rt.F32, rt.Shape{c.B})
+		require.NoError(tb, outs.err)
+		ds[i], err = o.be.Time(func() error {
+			_, err := o.launch(&sc, c, ali, fs, score)
+			return err
+		})
+		require.NoError(tb, err)
+		sc.free()
+		outs.release()
+	}
+	slices.Sort(ds)
+	return ds[reps/2]
+}
+
+// BenchmarkCUDAAlignShape sweeps the CTC launch shape (state passes per
+// thread, emission chunk in frames; 0 = the launcher's choice) and reports
+// the Run wall time (ns/op) and the launch's device time (dev-ns/op).
+func BenchmarkCUDAAlignShape(b *testing.B) {
+	be := cudaBackend(b)
+	r := rand.New(rand.NewPCG(8, 9))
+	defer func(p, c int) { ctcMinPass, ctcChunk = p, c }(ctcMinPass, ctcChunk)
+	for _, sh := range []struct {
+		B, T, L int
+		passes  []int
+	}{
+		{1, 1500, 300, []int{0, 2, 4}},
+		{1, 3000, 300, []int{0}},
+		{64, 1500, 300, []int{0, 2}},
+		{1, 15000, 3000, []int{0}},
+	} {
+		Ts, Ls := make([]int, sh.B), make([]int, sh.B)
+		for i := range sh.B {
+			Ts[i], Ls[i] = sh.T, sh.L
+		}
+		in := alignBatch(r, 32, Ts, Ls)
+		delete(in, "lengths")
+		dev := rt.Tensors{}
+		for k, v := range in {
+			d, err := be.Upload(v)
+			require.NoError(b, err)
+			dev[k] = d
+		}
+		for _, pass := range sh.passes {
+			for _, chunk := range []int{0, 4, 1} {
+				for _, pr := range precisions {
+					ctcMinPass, ctcChunk = pass, chunk
+					name := fmt.Sprintf("B=%d,T=%d,L=%d/pass=%d,chunk=%d/%s", sh.B, sh.T, sh.L, pass, chunk, pr)
+					b.Run(name, func(b *testing.B) {
+						inst, err := rt.New("ctc_align", map[string]any{"precision": pr}, be)
+						require.NoError(b, err)
+						run := func() {
+							out, err := inst.Run(context.Background(), dev)
+							require.NoError(b, err)
+							for _, v := range out {
+								_ = v.Buffer().Free()
+							}
+						}
+						run()
+						for b.Loop() {
+							run()
+						}
+						b.ReportMetric(float64(alignDeviceTime(b, map[string]any{"precision": pr}, dev, 10).Nanoseconds()), "dev-ns/op")
+					})
+				}
+			}
 		}
 		for _, v := range dev {
 			_ = v.Buffer().Free()
