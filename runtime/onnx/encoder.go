@@ -43,6 +43,25 @@ type Options struct {
 	// run. It lowers the latency of back-to-back runs but takes the cores
 	// from whatever runs between them (fbank, alignment), so it is off by default.
 	Spin bool
+	// EPLibrary is ONNX Runtime's CUDA plugin execution-provider library
+	// (libonnxruntime_providers_cuda.so) for ProviderCUDA; "" means
+	// $EDGE_ORT_CUDA_EP, and without either the CUDA provider built into a
+	// GPU build of ONNX Runtime.
+	EPLibrary string
+	// Fallback, when FallbackCPU, runs the model on the CPU when the GPU
+	// provider cannot be used (Encoder.Fallback says why); "" fails instead.
+	Fallback string
+	// Stream is a CUDA stream (CUstream) the CUDA provider runs the model
+	// on (its user_compute_stream), so that work queued on it before and
+	// after a run is ordered with the model without host synchronisation.
+	// 0: the provider's own stream. Needs the plugin EP.
+	Stream uintptr
+	// Bind runs the model through an IoBinding: inputs are wrapped where
+	// they are (host or, in -tags cuda builds, device memory; no copy) and
+	// the output is left by ONNX Runtime in the provider's memory. The
+	// cuda build's encoder sets it; on the CPU it gives the same results
+	// as the default Run.
+	Bind bool
 }
 
 // Encoder runs a CTC acoustic model in one ONNX Runtime session. The session
@@ -57,6 +76,13 @@ type Encoder struct {
 	mu      sync.Mutex // serialises Run and Close
 	sess    *ort.DynamicAdvancedSession
 	runOpts *ort.RunOptions
+
+	provider string      // the provider the session runs on
+	fallback error       // why the configured provider was not used (Fallback)
+	ep       EPDevice    // the plugin EP device selected (zero otherwise)
+	bind     *binding    // non-nil with Options.Bind
+	cpuInfo  *memoryInfo // host memory (Bind)
+	outInfo  *memoryInfo // where the bound output goes: the provider's memory (Bind)
 
 	scratch []float32 // normalised pcm, reused across runs
 }
@@ -111,11 +137,9 @@ func Open(path string, opts Options) (*Encoder, error) {
 	if e.normalize == model.NormalizePerUtterance && sig.input.edge != model.InputPCM {
 		return nil, fmt.Errorf("normalize %s applies to raw-waveform models; %s takes features", model.NormalizePerUtterance, onnxPath)
 	}
-	so, err := sessionOptions(opts)
-	if err != nil {
-		return nil, err
+	if opts.Fallback != "" && opts.Fallback != FallbackCPU {
+		return nil, fmt.Errorf("fallback %q is not %q (or empty: no fallback)", opts.Fallback, FallbackCPU)
 	}
-	defer so.Destroy()
 	inNames := []string{sig.input.name()}
 	for _, p := range []*port{sig.inLengths, sig.inMask} {
 		if p != nil {
@@ -126,16 +150,79 @@ func Open(path string, opts Options) (*Encoder, error) {
 	if sig.outLengths != nil {
 		outNames = append(outNames, sig.outLengths.name())
 	}
-	e.sess, err = ort.NewDynamicAdvancedSession(onnxPath, inNames, outNames, so)
+	e.provider = opts.Provider
+	if e.provider == "" {
+		e.provider = ProviderCPU
+	}
+	e.sess, e.ep, err = newSession(onnxPath, inNames, outNames, opts)
+	if err != nil && opts.Fallback == FallbackCPU && e.provider != ProviderCPU {
+		e.fallback, e.provider = err, ProviderCPU
+		cpu := opts
+		cpu.Provider, cpu.Stream = ProviderCPU, 0
+		e.sess, e.ep, err = newSession(onnxPath, inNames, outNames, cpu)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("creating an ONNX Runtime session for %s: %w", onnxPath, err)
+		return nil, err
 	}
 	if e.runOpts, err = ort.NewRunOptions(); err != nil {
 		e.sess.Destroy()
 		return nil, err
 	}
+	if opts.Bind {
+		if err := e.openBinding(opts.Device); err != nil {
+			_ = e.Close()
+			return nil, err
+		}
+	}
 	return e, nil
 }
+
+// newSession creates the session on the configured provider.
+func newSession(path string, inNames, outNames []string, opts Options) (*ort.DynamicAdvancedSession, EPDevice, error) {
+	so, dev, err := sessionOptions(opts)
+	if err != nil {
+		return nil, EPDevice{}, err
+	}
+	defer so.Destroy()
+	sess, err := ort.NewDynamicAdvancedSession(path, inNames, outNames, so)
+	if err != nil {
+		err = fmt.Errorf("creating an ONNX Runtime session for %s: %w", path, err)
+		if opts.Provider == ProviderCUDA {
+			err = explainCUDAError("execution_provider=cuda", dev.EP, err)
+		}
+		return nil, EPDevice{}, err
+	}
+	return sess, dev, nil
+}
+
+// openBinding prepares the IoBinding and the memory infos of Options.Bind:
+// the output goes to the selected EP device's memory (host memory for the
+// CPU provider).
+func (e *Encoder) openBinding(device int) error {
+	var err error
+	if e.bind, err = newBinding(e.sess); err != nil {
+		return err
+	}
+	if e.cpuInfo, err = newMemoryInfo("Cpu", 0); err != nil {
+		return err
+	}
+	switch {
+	case e.provider == ProviderCPU:
+		e.outInfo = e.cpuInfo
+	case e.ep.ptr != nil && epMemoryInfo(e.ep) != nil:
+		e.outInfo = epMemoryInfo(e.ep)
+	default:
+		e.outInfo, err = newMemoryInfo("Cuda", device)
+	}
+	return err
+}
+
+// Provider is the execution provider the session runs on: the configured
+// one, or ProviderCPU after a fallback.
+func (e *Encoder) Provider() string { return e.provider }
+
+// Fallback is why the configured provider is not used (nil when it is).
+func (e *Encoder) Fallback() error { return e.fallback }
 
 // readIO reads the model's declared inputs and outputs with a throw-away,
 // unoptimised single-threaded session.
@@ -158,12 +245,13 @@ func readIO(path string) (ins, outs []ort.InputOutputInfo, err error) {
 	return ins, outs, nil
 }
 
-func sessionOptions(o Options) (*ort.SessionOptions, error) {
+func sessionOptions(o Options) (*ort.SessionOptions, EPDevice, error) {
 	so, err := ort.NewSessionOptions()
 	if err != nil {
-		return nil, err
+		return nil, EPDevice{}, err
 	}
-	fail := func(err error) (*ort.SessionOptions, error) { so.Destroy(); return nil, err }
+	var dev EPDevice
+	fail := func(err error) (*ort.SessionOptions, EPDevice, error) { so.Destroy(); return nil, EPDevice{}, err }
 	if o.Threads > 0 {
 		if err := so.SetIntraOpNumThreads(o.Threads); err != nil {
 			return fail(err)
@@ -190,19 +278,14 @@ func sessionOptions(o Options) (*ort.SessionOptions, error) {
 			"The CPU build that %s installs has no GPU execution providers: point %s at a GPU build of libonnxruntime.so "+
 			"(its provider libraries beside it), or use execution_provider=cpu", name, Library(), Version(), name, err, FetchCommand, EnvLibrary)
 	}
+	if o.Provider != ProviderCUDA && o.Stream != 0 {
+		return fail(fmt.Errorf("a CUDA stream is given but execution_provider is %q, not %s", o.Provider, ProviderCUDA))
+	}
 	switch o.Provider {
 	case "", ProviderCPU:
 	case ProviderCUDA:
-		cuda, err := ort.NewCUDAProviderOptions()
-		if err != nil {
-			return fail(noProvider(ProviderCUDA, err))
-		}
-		defer cuda.Destroy()
-		if err := cuda.Update(device); err != nil {
-			return fail(noProvider(ProviderCUDA, err))
-		}
-		if err := so.AppendExecutionProviderCUDA(cuda); err != nil {
-			return fail(noProvider(ProviderCUDA, err))
+		if dev, err = appendCUDA(so, o); err != nil {
+			return fail(err)
 		}
 	case ProviderTensorRT:
 		trt, err := ort.NewTensorRTProviderOptions()
@@ -219,7 +302,7 @@ func sessionOptions(o Options) (*ort.SessionOptions, error) {
 	default:
 		return fail(fmt.Errorf("execution_provider %q is not %s, %s or %s", o.Provider, ProviderCPU, ProviderCUDA, ProviderTensorRT))
 	}
-	return so, nil
+	return so, dev, nil
 }
 
 // Manifest is the manifest the encoder was opened with (synthesised from the
@@ -235,6 +318,8 @@ func (e *Encoder) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var errs []error
+	e.bind.destroy() // before its session
+	e.bind = nil
 	if e.sess != nil {
 		errs = append(errs, e.sess.Destroy())
 		e.sess = nil
@@ -243,6 +328,11 @@ func (e *Encoder) Close() error {
 		errs = append(errs, e.runOpts.Destroy())
 		e.runOpts = nil
 	}
+	if e.outInfo != e.cpuInfo {
+		e.outInfo.release()
+	}
+	e.cpuInfo.release()
+	e.outInfo, e.cpuInfo = nil, nil
 	return errors.Join(errs...)
 }
 
@@ -287,6 +377,9 @@ func (e *Encoder) Run(ctx context.Context, in runtime.Tensors) (runtime.Tensors,
 	data := x.F32()
 	if e.normalize == model.NormalizePerUtterance {
 		data = e.normalized(data, lengths, length)
+	}
+	if e.bind != nil {
+		return e.runBoundHost(ctx, data, shape, length, lengths)
 	}
 	values, err := e.inputValues(data, shape, length, lengths)
 	defer func() {
@@ -487,6 +580,15 @@ func (e *Encoder) inputValues(data []float32, shape runtime.Shape, n int, length
 		return values, fmt.Errorf("wrapping input %q: %w", e.sig.input.edge, err)
 	}
 	values = append(values, x)
+	aux, err := e.auxValues(lengths, n)
+	return append(values, aux...), err
+}
+
+// auxValues builds the model's optional lengths input and [B, n] mask (n:
+// frames or samples per item) in its integer types, in signature order.
+// The caller destroys the values, also on error.
+func (e *Encoder) auxValues(lengths []int64, n int) ([]ort.Value, error) {
+	var values []ort.Value
 	if p := e.sig.inLengths; p != nil {
 		v, err := intTensor(p.info.DataType, ort.NewShape(int64(len(lengths))), func(i int) int64 { return lengths[i] })
 		if err != nil {
@@ -540,19 +642,9 @@ func (e *Encoder) results(outputs []ort.Value, batch, length int, lengths []int6
 	if !ok {
 		return nil, fmt.Errorf("the model's %s gave a %T, want a float tensor", e.sig.output.name(), outputs[0])
 	}
-	s := scores.GetShape()
-	if len(s) != 3 || s[0] != int64(batch) {
-		return nil, fmt.Errorf("the model's %s has shape %v, want [%d,T',V]", e.sig.output.name(), s, batch)
-	}
-	frames, vocab := int(s[1]), int(s[2])
-	if frames == 0 {
-		return nil, fmt.Errorf("input %q is too short: %d frames give no encoder output frames", e.sig.input.edge, length)
-	}
-	if e.sig.vocab > 0 && vocab != e.sig.vocab {
-		return nil, fmt.Errorf("the model's %s has V=%d, the vocabulary %d tokens", e.sig.output.name(), vocab, e.sig.vocab)
-	}
-	if vocab == 0 {
-		return nil, fmt.Errorf("the model's %s has V=0", e.sig.output.name())
+	frames, vocab, err := e.checkScores(scores.GetShape(), batch, length)
+	if err != nil {
+		return nil, err
 	}
 	data := scores.GetData() // a Go copy of the session's output
 	if e.sig.logits {
@@ -562,46 +654,74 @@ func (e *Encoder) results(outputs []ort.Value, batch, length int, lengths []int6
 	if err != nil {
 		return nil, err
 	}
-	outLen := make([]int64, batch)
+	var modelLengths []int64
 	if e.sig.outLengths != nil {
-		if err := copyLengths(outLen, outputs[1], e.sig.outLengths.name(), frames); err != nil {
+		if modelLengths, err = lengthsOfValue(outputs[1], e.sig.outLengths.name()); err != nil {
 			return nil, err
 		}
-	} else {
-		for i, l := range lengths {
-			outLen[i] = min(int64(frames), (l*int64(frames)+int64(length)-1)/int64(length))
-		}
 	}
-	ol, err := runtime.FromSlice(runtime.I64, runtime.Shape{batch}, outLen)
+	ol, err := e.outputLengths(modelLengths, frames, length, lengths)
 	if err != nil {
 		return nil, err
 	}
 	return runtime.Tensors{model.OutputLogProbs: lp, model.OutputLengths: ol}, nil
 }
 
-func copyLengths(dst []int64, v ort.Value, name string, frames int) error {
+// checkScores checks the shape s of the model's scores output for a batch
+// of inputs of length frames (samples) and returns T' and V.
+func (e *Encoder) checkScores(s []int64, batch, length int) (frames, vocab int, err error) {
+	if len(s) != 3 || s[0] != int64(batch) {
+		return 0, 0, fmt.Errorf("the model's %s has shape %v, want [%d,T',V]", e.sig.output.name(), s, batch)
+	}
+	frames, vocab = int(s[1]), int(s[2])
+	if frames == 0 {
+		return 0, 0, fmt.Errorf("input %q is too short: %d frames give no encoder output frames", e.sig.input.edge, length)
+	}
+	if e.sig.vocab > 0 && vocab != e.sig.vocab {
+		return 0, 0, fmt.Errorf("the model's %s has V=%d, the vocabulary %d tokens", e.sig.output.name(), vocab, e.sig.vocab)
+	}
+	if vocab == 0 {
+		return 0, 0, fmt.Errorf("the model's %s has V=0", e.sig.output.name())
+	}
+	return frames, vocab, nil
+}
+
+// outputLengths is the "lengths" output: the model's own (checked to lie in
+// 0..frames) or, when it has none (modelLengths nil), ceil(len·T'/T).
+func (e *Encoder) outputLengths(modelLengths []int64, frames, length int, lengths []int64) (*runtime.Tensor, error) {
+	outLen := make([]int64, len(lengths))
+	if modelLengths != nil {
+		name := e.sig.outLengths.name()
+		if len(modelLengths) != len(outLen) {
+			return nil, fmt.Errorf("the model's %s has %d values, want [%d]", name, len(modelLengths), len(outLen))
+		}
+		for i, l := range modelLengths {
+			if l < 0 || l > int64(frames) {
+				return nil, fmt.Errorf("the model's %s[%d] = %d is outside 0..%d (its output frames)", name, i, l, frames)
+			}
+		}
+		copy(outLen, modelLengths)
+	} else {
+		for i, l := range lengths {
+			outLen[i] = min(int64(frames), (l*int64(frames)+int64(length)-1)/int64(length))
+		}
+	}
+	return runtime.FromSlice(runtime.I64, runtime.Shape{len(outLen)}, outLen)
+}
+
+// lengthsOfValue reads an integer output as int64s.
+func lengthsOfValue(v ort.Value, name string) ([]int64, error) {
 	switch t := v.(type) {
 	case *ort.Tensor[int64]:
-		if len(t.GetData()) != len(dst) {
-			return fmt.Errorf("the model's %s has shape %v, want [%d]", name, t.GetShape(), len(dst))
-		}
-		copy(dst, t.GetData())
+		return append([]int64(nil), t.GetData()...), nil
 	case *ort.Tensor[int32]:
-		if len(t.GetData()) != len(dst) {
-			return fmt.Errorf("the model's %s has shape %v, want [%d]", name, t.GetShape(), len(dst))
-		}
+		out := make([]int64, len(t.GetData()))
 		for i, x := range t.GetData() {
-			dst[i] = int64(x)
+			out[i] = int64(x)
 		}
-	default:
-		return fmt.Errorf("the model's %s gave a %T, want an integer tensor", name, v)
+		return out, nil
 	}
-	for i, l := range dst {
-		if l < 0 || l > int64(frames) {
-			return fmt.Errorf("the model's %s[%d] = %d is outside 0..%d (its output frames)", name, i, l, frames)
-		}
-	}
-	return nil
+	return nil, fmt.Errorf("the model's %s gave a %T, want an integer tensor", name, v)
 }
 
 // logSoftmaxRows replaces each row of width v by its log-softmax, computed

@@ -491,7 +491,7 @@ func TestSignatureNeedsInputAndOutput(t *testing.T) {
 
 func TestSpinOption(t *testing.T) {
 	for _, spin := range []bool{false, true} {
-		so, err := sessionOptions(Options{Spin: spin})
+		so, _, err := sessionOptions(Options{Spin: spin})
 		require.NoError(t, err)
 		want := map[bool]string{false: "0", true: "1"}[spin]
 		for _, key := range []string{"session.intra_op.allow_spinning", "session.inter_op.allow_spinning"} {
