@@ -98,6 +98,7 @@ func TestKernelReplayCTC(t *testing.T) {
 		{"ragged", 12, 32, 16, []int{60, 17, 1, 40, 2}, []int{20, 8, 0, 19, 1}, 0, false},
 		{"multipass", 9, 32, 5, []int{150, 130}, []int{100, 64}, 0, false},
 		{"two_pass", 9, 64, 7, []int{150, 130}, []int{50, 64}, 0, false},
+		{"one_pass", 9, 128, 6, []int{90, 70}, []int{50, 30}, 0, false},
 		{"tight", 7, 64, 1, []int{45}, []int{40}, 0, false},
 		{"star_blank_last", 10, 32, 3, []int{70, 50}, []int{25, 12}, 9, true},
 	}
