@@ -244,13 +244,18 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
   }
   __syncthreads();
 
-  for (int t = 1, c = 0, k = 0; t < Tb; ++t) {
+  // Lane 0 of each warp stores the warp's two ballot words per pass at
+  // word wi of row t-1 (bpt advances a row per frame).
+  unsigned* bpt = bpi;
+  int bpw[MP];
+#pragma unroll
+  for (int p = 0; p < MP; ++p) bpw[p] = lane == 0 && (p * bd >> 5) + warp < W ? (p * bd >> 5) + warp : -1;
+  for (int t = 1, c = 0, k = 0; t < Tb; ++t, bpt += 2 * W) {
     const V* prev = (t & 1) ? row0 : row1;
     V* cur = (t & 1) ? row1 : row0;
     int m = 0;
     if constexpr (L::kInt) m = rowMax(wmax + ((t - 1) & 1) * 32, nw);
     int wm = kCtcNeg;
-    unsigned* bpt = bpi + (long long)(t - 1) * 2 * W;
 #pragma unroll
     for (int p = 0; p < MP; ++p) {
       const int s = p * bd + tid;
@@ -273,8 +278,7 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
       }
       if (s < S) cur[s + 2] = v;
       const unsigned b1 = __ballot_sync(kFull, c1), b2 = __ballot_sync(kFull, c2);
-      const int wi = (p * bd >> 5) + warp;
-      if (lane == 0 && wi < W) bpt[wi] = b1, bpt[W + wi] = b2;
+      if (bpw[p] >= 0) bpt[bpw[p]] = b1, bpt[W + bpw[p]] = b2;
       if constexpr (L::kInt) wm = max(wm, (int)v);
     }
     if constexpr (L::kInt) {
