@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/edgespeech/edge/runtime"
 	"github.com/edgespeech/edge/runtime/model"
@@ -14,15 +15,15 @@ func init() {
 			"CTC log-probabilities out. The model, its tensor names and layout come from a model.yaml " +
 			"manifest (or a bare .onnx file's own signature); the session is built once per op.",
 		Inputs: []runtime.TensorSpec{
-			{Name: model.InputFeatures, DTypes: []runtime.DType{runtime.F32}, Dims: []string{"B", "F", "T"}, Optional: true, Host: true,
+			{Name: model.InputFeatures, DTypes: []runtime.DType{runtime.F32}, Dims: []string{"B", "F", "T"}, Optional: true,
 				Doc: "log-mel features [B,n_mels,T] (frontend layout mel_time) or [B,T,n_mels] (time_mel), for spectrogram models"},
-			{Name: model.InputPCM, DTypes: []runtime.DType{runtime.F32}, Dims: []string{"B", "N"}, Optional: true, Host: true,
+			{Name: model.InputPCM, DTypes: []runtime.DType{runtime.F32}, Dims: []string{"B", "N"}, Optional: true,
 				Doc: "raw waveform in [-1,1] at the model's sample rate, for raw-waveform (wav2vec2-style) models"},
 			{Name: model.InputLengths, DTypes: []runtime.DType{runtime.I64, runtime.I32}, Dims: []string{"B"}, Optional: true, Host: true,
 				Doc: "valid frames (features) or samples (pcm) per item, 1..T; all T when absent"},
 		},
 		Outputs: []runtime.TensorSpec{
-			{Name: model.OutputLogProbs, DTypes: []runtime.DType{runtime.F32}, Dims: []string{"B", "T'", "V"}, Host: true,
+			{Name: model.OutputLogProbs, DTypes: []runtime.DType{runtime.F32}, Dims: []string{"B", "T'", "V"},
 				Doc: "CTC log-probabilities (log-softmax over V)"},
 			{Name: model.OutputLengths, DTypes: []runtime.DType{runtime.I64}, Dims: []string{"B"}, Host: true,
 				Doc: "valid output frames per item"},
@@ -37,30 +38,55 @@ func init() {
 			{Name: "normalize", Kind: runtime.String, Enum: []string{model.NormalizeNone, model.NormalizePerUtterance},
 				Doc: "raw-waveform normalisation; default: the manifest's"},
 			{Name: "ort_lib", Kind: runtime.String, Doc: "ONNX Runtime shared library; default $EDGE_ORT_LIB, then the cache of scripts/fetch-ort.sh"},
+			{Name: "ort_cuda_ep", Kind: runtime.String, Doc: "ONNX Runtime's CUDA plugin EP library (libonnxruntime_providers_cuda.so) for execution_provider=cuda; default $" + EnvCUDAEP},
+			{Name: "fallback", Kind: runtime.String, Default: "", Enum: []string{"", FallbackCPU},
+				Doc: "cpu: run on the CPU when the GPU provider cannot be used (default: fail)"},
+			{Name: "bind", Kind: runtime.String, Default: BindDevice, Enum: []string{BindDevice, BindHost},
+				Doc: "cuda backend with execution_provider=cuda: device binds features and log-probs in GPU memory (zero-copy); host copies them through host memory (for comparison)"},
 		},
 		New: newEncoderOp,
 	})
 }
 
-// newEncoderOp opens the encoder. *Encoder is the op: its inputs and outputs
-// live in host memory whatever the backend (the runtime copies device
-// tensors), so it runs under every backend; the session itself runs where
+// Values of the encoder op's bind parameter.
+const (
+	BindDevice = "device"
+	BindHost   = "host"
+)
+
+// newEncoderOp opens the encoder on the CPU backend (the cuda build adds a
+// CUDA implementation, encoder_cuda.go). *Encoder is the op: its inputs and
+// outputs live in host memory; the session itself runs where
 // execution_provider says. Instance.Close releases the session.
-func newEncoderOp(p runtime.Params, _ runtime.Backend) (runtime.Op, error) {
+func newEncoderOp(p runtime.Params, b runtime.Backend) (runtime.Op, error) {
+	if b.Name() != "cpu" {
+		return nil, fmt.Errorf("no %s implementation of the encoder op in this build (the cuda one needs -tags cuda); use the cpu backend", b.Name())
+	}
+	path, opts, err := optionsFromParams(p)
+	if err != nil {
+		return nil, err
+	}
+	e, err := Open(path, opts)
+	if err != nil {
+		return nil, err // not a typed nil *Encoder in a non-nil Op
+	}
+	return e, nil
+}
+
+// optionsFromParams reads the model path and the Options of the op's parameters.
+func optionsFromParams(p runtime.Params) (string, Options, error) {
 	path := p.Str("model")
 	if path == "" {
-		return nil, errors.New("parameter model is required: a model directory (with model.yaml), a model.yaml, or an .onnx file")
+		return "", Options{}, errors.New("parameter model is required: a model directory (with model.yaml), a model.yaml, or an .onnx file")
 	}
-	e, err := Open(path, Options{
+	return path, Options{
 		Library:   p.Str("ort_lib"),
 		Provider:  p.Str("execution_provider"),
 		Device:    p.Int("device"),
 		Threads:   p.Int("threads"),
 		Normalize: p.Str("normalize"),
 		Spin:      p.Bool("spin"),
-	})
-	if err != nil {
-		return nil, err // not a typed nil *Encoder in a non-nil Op
-	}
-	return e, nil
+		EPLibrary: p.Str("ort_cuda_ep"),
+		Fallback:  p.Str("fallback"),
+	}, nil
 }
