@@ -22,11 +22,13 @@ using fbank::kWarp;
 
 namespace {
 
-constexpr int kWarps = 8;  // warps per block of fbank_logmel
-constexpr int kThreads = kWarps * kWarp;
-// Blocks of fbank_logmel per SM that the register budget must allow.
+constexpr int kMaxWarps = 8;  // warps per block of fbank_logmel: 4 or 8 (blockDim.x / 32)
+constexpr int kMaxThreads = kMaxWarps * kWarp;
+constexpr int kStatWarps = 8;  // warps per block of fbank_stats (256 threads)
+// Blocks of fbank_logmel per SM (at the largest block) that the register
+// budget must allow.
 #ifndef FBANK_MIN_BLOCKS
-#define FBANK_MIN_BLOCKS 3
+#define FBANK_MIN_BLOCKS 2
 #endif
 
 // Item geometry, one row of 3 long longs per item, computed on the host by
@@ -47,43 +49,35 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
-struct WarpLanes {
-  int lane;
-  template <class P>
-  __device__ __forceinline__ void pass(float2* z, const float2* twN) const {
-    P st;
-    st.load(z, lane);
-    __syncwarp();
-    st.store(z, twN, lane);
-    __syncwarp();
-  }
-};
-
-// logmel is fbank_logmel_n{N}.
+// logmel is tile (x, b) of fbank_logmel_n{N} and fbank_fused_n{N}.
 //
-// Grid (ceil(T / F), B), block 256 threads = 8 warps, F = 8·fpw frames per
-// block: block (x, b) owns frames t0 = x·F .. t0+F-1 of item b, warp w the
-// frames t0 + w·fpw .. + fpw-1, one at a time. Dynamic shared memory:
-// 8·(N/2 + N/16)·8 bytes of FFT buffers (one per warp, padded) + F·(M+1)·4
-// bytes of staged log-mel rows (row pitch M+1 so that the mel_time transpose
-// reads are conflict-free) + when shared_w > 0, the filterbank: bands
-// (3·M ints) and its shared_w weights, copied once per block (the lanes'
-// band reads are scattered: from shared memory they cost bank conflicts at
-// worst, from L1 one cache line each).
+// Grid (ceil(T / F), B) (unfused), block W·32 threads (W = 4 or 8 warps), R = 4·W rows
+// a step, F = R·steps frames per block: block (x, b) owns frames t0 = x·F ..
+// t0+F-1 of item b; in step st warp w transforms the 4 frames
+// t0 + st·R + 4·w + g, g < 4, 8 lanes a frame (fbank_frame.cuh), and the block
+// writes the step's R rows before the next step. Dynamic shared memory, in
+// this order: W·4·S·8 bytes of frame buffers (S = Frame<N>::S float2: 200 for
+// N 400, 264 for 512); for kStatsMoments 2·M doubles (the block's Σy, Σy²);
+// R·(M+1)·4 bytes of staged log-mel rows (row pitch M+1 so that the mel_time
+// transpose reads are conflict-free); when shared_w > 0, the filterbank:
+// bands (3·M ints) and its shared_w weights, copied once per block.
+// Registers: the __launch_bounds__ of 256 threads and FBANK_MIN_BLOCKS blocks
+// per SM (ptxas.log).
 //
-// Per frame t < computed (the warp's lanes cooperate, fbank_frame.cuh):
+// Per frame t < computed:
 //   x[j] = window[j] · s(t·hop - pad + j), s = the pre-emphasised signal
 //   with virtual reflect/zero padding (no padded copy), packed as H = N/2
-//   complex points read straight into the first radix-8 pass's registers
-//   (each lane's window pairs are loaded once per block); Stockham FFT;
-//   |X[k]|², k = 0..H, in place; mel band sums
-//   and y = log2(max(mel + guard, floor))·scale into the staging row.
-// Frames t in [computed, T) are written as 0. The block then writes its rows
-// to out in the layout (0: mel_time [B, M, T]; 1: time_mel [B, T, M]) with
-// coalesced stores, and its partial statistics over its computed frames:
+//   complex points read straight into registers; FFT (column DFTs in
+//   registers, one transpose through the frame buffer, 8-point DFTs in
+//   registers); |X[k]|², k = 0..H, over the buffer; mel band sums and
+//   y = log2(max(mel + guard, floor))·scale into the staging row.
+// Frames t in [computed, T) are written as 0, in the layout (0: mel_time
+// [B, M, T]; 1: time_mel [B, T, M]) with coalesced stores. At the end the
+// block's partial statistics over its computed frames:
 //   kStatsMax:     partial[b·G + x] = max y                      (float)
-//   kStatsMoments: partial[((b·G + x)·M + m)·2 + {0,1}] = Σy, Σy² (double)
-// with G = gridDim.x. Samples in [t·hop, (t+1)·hop) (the last computed frame:
+//   kStatsMoments: partial[((b·G + x)·M + m)·2 + {0,1}] = Σy, Σy² (double,
+//                  summed in frame order)
+// with G tiles per item (gridDim.x when unfused). Samples in [t·hop, (t+1)·hop) (the last computed frame:
 // up to real) are checked: the smallest index of a NaN/Inf sample of item b
 // goes to bad[b] (atomicMin; the caller presets it to all ones).
 template <int N>
@@ -92,99 +86,121 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
                        const Band* __restrict__ bands, const float* __restrict__ weights, long long shared_w,
                        long long n_mels,
                        long long frames, long long hop, long long pad, long long reflect, double preemph,
-                       double guard, double floor_, double scale, long long layout, long long fpw,
+                       double guard, double floor_, double scale, long long layout, long long steps,
                        float* __restrict__ out, void* __restrict__ partial, long long stats,
-                       unsigned long long* __restrict__ bad) {
-  constexpr int H = N / 2;
+                       unsigned long long* __restrict__ bad, long long x, long long b, long long G) {
+  using Fr = fbank::Frame<N>;
   extern __shared__ float2 smem[];
+  const int W = blockDim.x / kWarp, threads = blockDim.x;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int M = (int)n_mels, F = kWarps * (int)fpw, pitch = M + 1;
-  float2* z = smem + warp * fbank::Buffer<H>::kSize;
-  float* stage = reinterpret_cast<float*>(smem + kWarps * fbank::Buffer<H>::kSize);
-  const long long b = blockIdx.y, t0 = (long long)blockIdx.x * F;
+  const int g = lane / fbank::kLanes, n1 = lane % fbank::kLanes;
+  const int M = (int)n_mels, R = fbank::kGroups * W, pitch = M + 1;
+  const long long F = (long long)R * steps;
+  float2* T = smem + warp * fbank::kGroups * Fr::S;  // the warp's 4 frame buffers
+  double* acc = reinterpret_cast<double*>(smem + W * fbank::kGroups * Fr::S);  // Σy, Σy² per feature
+  float* stage = reinterpret_cast<float*>(acc + (stats == kStatsMoments ? 2 * M : 0));
+  const long long t0 = x * F;
   if (shared_w > 0) {
-    Band* sb = reinterpret_cast<Band*>(stage + F * pitch);
+    Band* sb = reinterpret_cast<Band*>(stage + R * pitch);
     float* sw = reinterpret_cast<float*>(sb + M);
-    for (int i = threadIdx.x; i < M; i += kThreads) sb[i] = bands[i];
-    for (int i = threadIdx.x; i < shared_w; i += kThreads) sw[i] = weights[i];
+    for (int i = threadIdx.x; i < M; i += threads) sb[i] = bands[i];
+    for (int i = threadIdx.x; i < shared_w; i += threads) sw[i] = weights[i];
     bands = sb;
     weights = sw;
-    __syncthreads();
   }
-  const Item it = items[b];
-  fbank::Source src{pcm + b * pcm_stride, it.n, it.real, 0, (int)reflect, (float)preemph};
-  const float g = (float)guard, fl = (float)floor_, sc = (float)scale;
-
-  using First = typename fbank::FFTPlan<H>::First;
-  float2 wr[8];  // this lane's window pairs for the first pass, fixed across frames
-  First::load_window(window, wr, lane);
-  float mx = -INFINITY;
-  for (int i = 0; i < fpw; i++) {
-    const int r = warp * (int)fpw + i;
-    const long long t = t0 + r;
-    if (t >= it.computed) break;
-    // Finite check of the samples this frame owns.
-    long long lo = t * hop, hi = t + 1 == it.computed ? it.real : min(it.real, (t + 1) * hop);
-    for (long long j = lo + lane; j < hi; j += kWarp) {
-      if (!isfinite(src.pcm[j])) atomicMin(bad + b, (unsigned long long)j);
-    }
-    src.start = t * hop - pad;
-    First first;  // the previous frame's readers of z finished at the loop's last __syncwarp
-    first.load_signal(src, wr, lane);
-    first.store(z, twN, lane);
-    __syncwarp();
-    fbank::FFTPlan<H>::run_rest(z, twN, WarpLanes{lane});
-    fbank::Power<H> pw;
-    pw.load(z, twN, lane);
-    __syncwarp();
-    float* power = reinterpret_cast<float*>(z);
-    pw.store(power, lane);
-    __syncwarp();
-    float m = fbank::mel_log(power, bands, weights, M, g, fl, sc, stage + r * pitch, lane);
-    mx = fmaxf(mx, m);
-    __syncwarp();
+  if (stats == kStatsMoments) {
+    for (int i = threadIdx.x; i < 2 * M; i += threads) acc[i] = 0;
   }
   __syncthreads();
+  const Item it = items[b];
+  const float* row = pcm + b * pcm_stride;
+  const float gd = (float)guard, fl = (float)floor_, sc = (float)scale;
+  const float2* win2 = reinterpret_cast<const float2*>(window);
 
-  // Write the block's rows [t0, t0 + rows) in the output layout.
-  const long long rows = min((long long)F, frames - t0);
-  const long long comp = it.computed - t0;  // staged rows < comp hold features
-  if (layout == 0) {
-    for (int idx = threadIdx.x; idx < M * F; idx += kThreads) {
-      int m = idx / F, r = idx % F;
-      if (r < rows) out[(b * M + m) * frames + t0 + r] = r < comp ? stage[r * pitch + m] : 0.f;
+  float mx = -INFINITY;
+  for (int st = 0; st < steps; st++) {
+    const long long ts = t0 + (long long)st * R;  // the step's first frame
+    if (ts >= frames) break;                         // block-uniform
+    const int r0 = warp * fbank::kGroups;           // the warp's first staged row
+    const int nact = (int)min((long long)fbank::kGroups, max(0LL, it.computed - (ts + r0)));
+    if (nact > 0) {  // warp-uniform
+      const long long t = ts + r0 + g;
+      const bool active = g < nact;
+      if (active) {
+        // Finite check of the samples this frame owns: x·0 is NaN only for a
+        // NaN/Inf x; the exact index is looked up when the sum says so.
+        const long long lo = t * hop, hi = t + 1 == it.computed ? it.real : min(it.real, (t + 1) * hop);
+        float nf = 0.f;
+        for (long long j = lo + n1; j < hi; j += fbank::kLanes) nf = fmaf(row[j], 0.f, nf);
+        if (nf != 0.f) {
+          for (long long j = lo + n1; j < hi; j += fbank::kLanes) {
+            if (!isfinite(row[j])) atomicMin(bad + b, (unsigned long long)j);
+          }
+        }
+      }
+      fbank::Source src{row, it.n, it.real, t * hop - pad, (int)reflect, (float)preemph};
+      float2* Tg = T + g * Fr::S;
+      {
+        fbank::Column<N> col;
+        col.load(src, win2, n1, active);
+        col.transform(twN, n1);
+        col.store(Tg, n1);
+      }
+      __syncwarp();
+      fbank::Pairs<N> pr;
+      pr.compute(Tg, twN, n1);
+      __syncwarp();
+      pr.store(reinterpret_cast<float*>(Tg), n1);
+      __syncwarp();
+      float m = fbank::mel4(reinterpret_cast<const float*>(T), 2 * Fr::S, nact, bands, weights, M, gd, fl, sc,
+                            stage + r0 * pitch, pitch, lane);
+      mx = fmaxf(mx, m);
     }
-  } else {
-    float* dst = out + (b * frames + t0) * M;
-    for (int idx = threadIdx.x; idx < rows * M; idx += kThreads) {
-      int r = idx / M, m = idx % M;
-      dst[idx] = r < comp ? stage[r * pitch + m] : 0.f;
+    __syncthreads();  // the step's rows are staged; the frame buffers are free again
+
+    // Write the step's rows [ts, ts + rows) in the output layout.
+    const int rows = (int)min((long long)R, frames - ts);
+    const int comp = (int)max(0LL, min((long long)R, it.computed - ts));  // staged rows < comp hold features
+    if (layout == 0) {
+      for (int idx = threadIdx.x; idx < M * R; idx += threads) {
+        int m = idx / R, r = idx % R;
+        if (r < rows) out[(b * M + m) * frames + ts + r] = r < comp ? stage[r * pitch + m] : 0.f;
+      }
+    } else {
+      float* dst = out + (b * frames + ts) * M;
+      for (int idx = threadIdx.x; idx < rows * M; idx += threads) {
+        int r = idx / M, m = idx % M;
+        dst[idx] = r < comp ? stage[r * pitch + m] : 0.f;
+      }
     }
+    if (stats == kStatsMoments) {
+      for (int m = threadIdx.x; m < M; m += threads) {  // one thread per feature: no races
+        double s1 = acc[2 * m], s2 = acc[2 * m + 1];
+        for (int r = 0; r < comp; r++) {
+          double y = stage[r * pitch + m];
+          s1 += y;
+          s2 = fma(y, y, s2);
+        }
+        acc[2 * m] = s1;
+        acc[2 * m + 1] = s2;
+      }
+    }
+    __syncthreads();  // the stage is free for the next step
   }
 
   if (stats == kStatsMax) {
-    __shared__ float wmax[kWarps];
+    __shared__ float wmax[kMaxWarps];
     mx = warp_max(mx);
     if (lane == 0) wmax[warp] = mx;
     __syncthreads();
     if (threadIdx.x == 0) {
       float v = wmax[0];
-      for (int w = 1; w < kWarps; w++) v = fmaxf(v, wmax[w]);
-      static_cast<float*>(partial)[b * gridDim.x + blockIdx.x] = v;
+      for (int w = 1; w < W; w++) v = fmaxf(v, wmax[w]);
+      static_cast<float*>(partial)[b * G + x] = v;
     }
   } else if (stats == kStatsMoments) {
-    const long long nv = min((long long)F, max(0LL, it.computed - t0));
-    double* p = static_cast<double*>(partial) + (b * gridDim.x + blockIdx.x) * M * 2;
-    for (int m = threadIdx.x; m < M; m += kThreads) {
-      double s = 0, s2 = 0;
-      for (int r = 0; r < nv; r++) {
-        double y = stage[r * pitch + m];
-        s += y;
-        s2 = fma(y, y, s2);
-      }
-      p[2 * m] = s;
-      p[2 * m + 1] = s2;
-    }
+    double* p = static_cast<double*>(partial) + (b * G + x) * M * 2;
+    for (int i = threadIdx.x; i < 2 * M; i += threads) p[i] = acc[i];  // after the step loop's barrier
   }
 }
 
@@ -195,60 +211,74 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
       const Band *bands, const float *weights, long long shared_w, long long n_mels, long long frames, long long hop, \
       long long pad, \
       long long reflect, double preemph, double guard, double floor_, double scale, long long layout,         \
-      long long fpw, float *out, void *partial, long long stats, unsigned long long *bad
+      long long steps, float *out, void *partial, long long stats, unsigned long long *bad
 #define FBANK_LOGMEL_CALL                                                                                     \
   pcm, pcm_stride, items, window, twN, bands, weights, shared_w, n_mels, frames, hop, pad, reflect, preemph, guard, floor_, \
-      scale, layout, fpw, out, partial, stats, bad
+      scale, layout, steps, out, partial, stats, bad
 
-extern "C" __global__ void __launch_bounds__(kThreads, FBANK_MIN_BLOCKS) fbank_logmel_n400(FBANK_LOGMEL_ARGS) {
-  logmel<400>(FBANK_LOGMEL_CALL);
+extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n400(FBANK_LOGMEL_ARGS) {
+  logmel<400>(FBANK_LOGMEL_CALL, blockIdx.x, blockIdx.y, gridDim.x);
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads, FBANK_MIN_BLOCKS) fbank_logmel_n512(FBANK_LOGMEL_ARGS) {
-  logmel<512>(FBANK_LOGMEL_CALL);
+extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n512(FBANK_LOGMEL_ARGS) {
+  logmel<512>(FBANK_LOGMEL_CALL, blockIdx.x, blockIdx.y, gridDim.x);
 }
 
-// fbank_stats reduces the partials of fbank_logmel (G per item) in a fixed
-// order (deterministic) and in float64. Block 256 threads.
-//
-// kStatsMax: grid (1, B): floor[b] = max over the item's G partials - clamp
-//   (Whisper: clamp = 8); when fixed_floor is finite (normalize=global)
-//   floor[b] = fixed_floor instead and partial is not read.
+// Statistics of item b from its G partials, in float64, in a fixed order
+// (deterministic), shared by fbank_stats and fbank_fused_n{N}:
+//   kStatsMax:     floor[b] = max over the G partials - clamp (Whisper:
+//                  clamp = 8); fixed_floor instead when it is finite
+//                  (normalize=global; partial is not read).
+//   kStatsMoments: with n = computed frames (>= 2), for each feature m
+//                  mean = Σy/n, var = max(0, (Σy² - Σy·mean)/(n-1)),
+//                  moments[(b·M + m)·2 + {0,1}] = mean, 1/(√var + eps).
+__device__ __forceinline__ void store_moments(double s, double s2, double n, double eps, double* mom) {
+  const double mean = s / n;
+  const double var = fmax(0.0, (s2 - s * mean) / (n - 1));
+  mom[0] = mean;
+  mom[1] = 1.0 / (sqrt(var) + eps);
+}
+
+// block_floor is kStatsMax for a whole block (every thread calls it).
+__device__ void block_floor(const float* p, long long groups, double clamp, double fixed_floor, float* floor_b) {
+  __shared__ float wmax[kStatWarps];
+  if (isfinite(fixed_floor)) {
+    if (threadIdx.x == 0) *floor_b = (float)fixed_floor;
+    return;
+  }
+  float mx = -INFINITY;
+  for (long long g = threadIdx.x; g < groups; g += blockDim.x) mx = fmaxf(mx, __ldcg(p + g));
+  mx = warp_max(mx);
+  if (threadIdx.x % kWarp == 0) wmax[threadIdx.x / kWarp] = mx;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < (int)(blockDim.x / kWarp); w++) mx = fmaxf(mx, wmax[w]);
+    *floor_b = (float)((double)mx - clamp);
+  }
+}
+
+// fbank_stats computes the statistics of every item from the partials of
+// fbank_logmel (G per item). Block 256 threads.
+// kStatsMax: grid (1, B), block_floor.
 // kStatsMoments: grid (ceil(M/32), B): thread (g0, j) = (tid/32, tid%32)
 //   sums groups g0, g0+8, ... of feature m = 32·blockIdx.x + j (a warp reads
 //   32 consecutive features: coalesced), the 8 sums of a feature are added
-//   in g0 order, and with n = computed frames (>= 2)
-//   mean = Σy/n, var = max(0, (Σy² - Σy·mean)/(n-1)), inv = 1/(√var + eps),
-//   moments[(b·M + m)·2 + {0,1}] = mean, inv.
+//   in g0 order.
 extern "C" __global__ void fbank_stats(const Item* items, const void* partial, long long groups, long long n_mels,
                                        long long stats, double clamp, double fixed_floor, double eps, float* floor_,
                                        double* moments) {
   const long long b = blockIdx.y;
   if (stats == kStatsMax) {
-    if (isfinite(fixed_floor)) {
-      if (threadIdx.x == 0) floor_[b] = (float)fixed_floor;
-      return;
-    }
-    __shared__ float wmax[kWarps];
-    const float* p = static_cast<const float*>(partial) + b * groups;
-    float mx = -INFINITY;
-    for (long long g = threadIdx.x; g < groups; g += blockDim.x) mx = fmaxf(mx, p[g]);
-    mx = warp_max(mx);
-    if (threadIdx.x % kWarp == 0) wmax[threadIdx.x / kWarp] = mx;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      for (int w = 1; w < (int)(blockDim.x / kWarp); w++) mx = fmaxf(mx, wmax[w]);
-      floor_[b] = (float)((double)mx - clamp);
-    }
+    block_floor(static_cast<const float*>(partial) + b * groups, groups, clamp, fixed_floor, floor_ + b);
     return;
   }
-  __shared__ double sums[kWarps][kWarp][2];
+  __shared__ double sums[kStatWarps][kWarp][2];
   const int j = threadIdx.x % kWarp, g0 = threadIdx.x / kWarp;
   const long long m = (long long)blockIdx.x * kWarp + j;
   double s = 0, s2 = 0;
   if (m < n_mels) {
     const double* p = static_cast<const double*>(partial) + (b * groups * n_mels + m) * 2;
-    for (long long g = g0; g < groups; g += kWarps) {
+    for (long long g = g0; g < groups; g += kStatWarps) {
       s += p[g * n_mels * 2];
       s2 += p[g * n_mels * 2 + 1];
     }
@@ -257,51 +287,146 @@ extern "C" __global__ void fbank_stats(const Item* items, const void* partial, l
   sums[g0][j][1] = s2;
   __syncthreads();
   if (g0 != 0 || m >= n_mels) return;
-  for (int w = 1; w < kWarps; w++) {
+  for (int w = 1; w < kStatWarps; w++) {
     s += sums[w][j][0];
     s2 += sums[w][j][1];
   }
-  const double n = (double)items[b].computed;
-  const double mean = s / n;
-  const double var = fmax(0.0, (s2 - s * mean) / (n - 1));
-  moments[(b * n_mels + m) * 2] = mean;
-  moments[(b * n_mels + m) * 2 + 1] = 1.0 / (sqrt(var) + eps);
+  store_moments(s, s2, (double)items[b].computed, eps, moments + (b * n_mels + m) * 2);
+}
+
+// normalize_span normalises elements [lo, hi) of item b's features in place
+// (element idx = m·T + t for mel_time, t·M + m for time_mel), the block's
+// threads striding by blockDim.x (coalesced). Element (m, t), t < computed:
+//   kStatsMax:     y = (max(y, floor[b]) + 4) / 4
+//   kStatsMoments: y = (float)((y - mean[b,m]) · inv[b,m])   (float64 math)
+// Frames t >= computed were written as 0 by fbank_logmel and stay 0. Loads
+// bypass L1 (__ldcg): in fbank_fused other blocks wrote these lines during
+// this launch, and L1 is not coherent.
+__device__ void normalize_span(float* item, unsigned lo, unsigned hi, long long computed, unsigned M, unsigned T,
+                               long long layout, long long stats, float fl, const double* mom) {
+  const unsigned inner = layout == 0 ? T : M;  // idx = outer·inner + in
+  const unsigned step = blockDim.x, dOut = step / inner, dIn = step % inner;
+  unsigned idx = lo + threadIdx.x;
+  unsigned out = idx / inner, in = idx % inner;
+  for (; idx < hi; idx += step) {
+    const unsigned m = layout == 0 ? out : in, t = layout == 0 ? in : out;
+    if (t < computed) {
+      float y = __ldcg(item + idx);
+      if (stats == kStatsMax) {
+        item[idx] = (fmaxf(y, fl) + 4.f) / 4.f;
+      } else {
+        item[idx] = (float)(((double)y - __ldcg(mom + 2 * m)) * __ldcg(mom + 2 * m + 1));
+      }
+    }
+    out += dOut;
+    in += dIn;
+    if (in >= inner) {
+      in -= inner;
+      out++;
+    }
+  }
 }
 
 // fbank_normalize normalises the computed frames of out in place.
-// Grid (ceil(M·T / 1024), B), block 256, 4 elements per thread (stride 256,
-// coalesced). Element (m, t) of item b, t < computed:
-//   kStatsMax:     y = (max(y, floor[b]) + 4) / 4
-//   kStatsMoments: y = (float)((y - mean[b,m]) · inv[b,m])   (float64 math)
-// Frames t >= computed were written as 0 by fbank_logmel and stay 0.
+// Grid (ceil(M·T / 1024), B), block 256: block (x, b) does elements
+// [1024·x, 1024·x + 1024) of item b (normalize_span).
 extern "C" __global__ void fbank_normalize(float* out, const Item* items, long long n_mels, long long frames,
                                            long long layout, long long stats, const float* floor_,
                                            const double* moments) {
   const long long b = blockIdx.y;
-  const unsigned M = (unsigned)n_mels, T = (unsigned)frames;
-  const unsigned total = M * T;
-  const long long computed = items[b].computed;
-  float* item = out + b * (long long)total;
-  const float fl = stats == kStatsMax ? floor_[b] : 0.f;
-  const double* mom = moments + b * n_mels * 2;
-  unsigned idx = blockIdx.x * 1024u + threadIdx.x;
-#pragma unroll
-  for (int k = 0; k < 4; k++, idx += 256u) {
-    if (idx >= total) return;
-    unsigned m, t;
-    if (layout == 0) {
-      m = idx / T;
-      t = idx - m * T;
-    } else {
-      t = idx / M;
-      m = idx - t * M;
-    }
-    if (t >= computed) continue;
-    float y = item[idx];
-    if (stats == kStatsMax) {
-      item[idx] = (fmaxf(y, fl) + 4.f) / 4.f;
-    } else {
-      item[idx] = (float)(((double)y - mom[2 * m]) * mom[2 * m + 1]);
-    }
+  const unsigned M = (unsigned)n_mels, T = (unsigned)frames, total = M * T;
+  const unsigned lo = blockIdx.x * 1024u, hi = min(total, lo + 1024u);
+  normalize_span(out + b * (long long)total, lo, hi, items[b].computed, M, T, layout, stats,
+                 stats == kStatsMax ? floor_[b] : 0.f, moments + b * n_mels * 2);
+}
+
+// fbank_fused_n{N} is fbank_logmel_n{N}, fbank_stats and fbank_normalize in
+// one launch, so that each item is normalised while its features are still
+// in L2 (one pass over the output in DRAM instead of three).
+//
+// Grid B·(G + NT) blocks of fbank_logmel's shape; each block takes a ticket
+// (atomicAdd on counters[0]) and the ticket, not blockIdx, says what it does.
+// Tickets go round by round: round r holds the G logmel tiles of item r (r <
+// B) then the NT normalize tiles of item r - lag (lag = min(2, B)), so a
+// normalize tile's item was handed out at least `lag` rounds earlier.
+//   logmel tile (x, b): logmel(); then counters[1 + b] counts the item's
+//     finished tiles; the block that finishes last computes the item's
+//     statistics (block_floor, or store_moments per feature summing the G
+//     partials in order) and sets counters[1 + B + b].
+//   normalize tile (j, b): waits for counters[1 + B + b], then
+//     normalize_span over elements [j·span, (j+1)·span) of the item, span =
+//     ceil(M·T / NT).
+// No deadlock: a waiting tile waits only for tiles with smaller tickets,
+// which are running or done. counters (1 + 2B words) must be zero at launch.
+template <int N>
+__device__ void fused(FBANK_LOGMEL_ARGS, long long batch, long long groups, long long ntiles, unsigned* counters,
+                      double clamp, double fixed_floor, double eps, float* floors, double* moments) {
+  __shared__ unsigned long long ticket;
+  __shared__ int last;
+  if (threadIdx.x == 0) ticket = atomicAdd(counters, 1u);
+  __syncthreads();
+  const long long B = batch, G = groups, NT = ntiles, lag = min(2LL, B);
+  long long tk = (long long)ticket, item, tile;
+  bool norm;
+  if (tk < lag * G) {
+    norm = false, item = tk / G, tile = tk % G;
+  } else if ((tk -= lag * G) < (B - lag) * (G + NT)) {
+    const long long r = tk / (G + NT), o = tk % (G + NT);
+    norm = o >= G, item = norm ? r : lag + r, tile = norm ? o - G : o;
+  } else {
+    tk -= (B - lag) * (G + NT);
+    norm = true, item = B - lag + tk / NT, tile = tk % NT;
   }
+  unsigned* done = counters + 1;
+  volatile unsigned* ready = counters + 1 + B;
+  const unsigned M = (unsigned)n_mels, T = (unsigned)frames, total = M * T;
+  if (!norm) {
+    logmel<N>(FBANK_LOGMEL_CALL, tile, item, G);
+    __threadfence();  // the tile's features and partials, before it counts as done
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(done + item, 1u) == (unsigned)(G - 1);
+    __syncthreads();
+    if (!last || stats == kStatsNone) return;
+    __threadfence();  // see the other tiles' partials (read with __ldcg: L1 may hold stale lines)
+    if (stats == kStatsMax) {
+      block_floor(static_cast<const float*>(partial) + item * G, G, clamp, fixed_floor, floors + item);
+    } else {
+      const double* p = static_cast<const double*>(partial) + item * G * M * 2;
+      for (unsigned m = threadIdx.x; m < M; m += blockDim.x) {
+        double s = 0, s2 = 0;
+        for (long long g = 0; g < G; g++) {
+          s += __ldcg(p + (g * M + m) * 2);
+          s2 += __ldcg(p + (g * M + m) * 2 + 1);
+        }
+        store_moments(s, s2, (double)items[item].computed, eps, moments + (item * M + m) * 2);
+      }
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) ready[item] = 1u;
+    return;
+  }
+  if (stats == kStatsNone) return;
+  if (threadIdx.x == 0) {
+    while (ready[item] == 0u) __nanosleep(256);
+  }
+  __syncthreads();
+  __threadfence();
+  const unsigned span = (unsigned)((total + NT - 1) / NT), lo = (unsigned)tile * span;
+  normalize_span(out + item * (long long)total, lo, min(total, lo + span), items[item].computed, M, T, layout,
+                 stats, stats == kStatsMax ? __ldcg(floors + item) : 0.f, moments + item * M * 2);
+}
+
+#define FBANK_FUSED_ARGS                                                                                 \
+  FBANK_LOGMEL_ARGS, long long batch, long long groups, long long ntiles, unsigned *counters, double clamp, \
+      double fixed_floor, double eps, float *floors, double *moments
+#define FBANK_FUSED_CALL \
+  FBANK_LOGMEL_CALL, batch, groups, ntiles, counters, clamp, fixed_floor, eps, floors, moments
+
+extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_fused_n400(FBANK_FUSED_ARGS) {
+  fused<400>(FBANK_FUSED_CALL);
+}
+
+extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_fused_n512(FBANK_FUSED_ARGS) {
+  fused<512>(FBANK_FUSED_CALL);
 }

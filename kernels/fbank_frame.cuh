@@ -1,19 +1,35 @@
 // fbank_frame.cuh: the per-frame stages of the fbank kernels (kernels/fbank.cu),
-// written as lane functions so that the same code runs on the GPU (one warp
-// per frame, __syncwarp between phases) and on the host, where
-// kernels/hosttest/fbank_frame_test.cpp replays the 32 lanes of each phase in
-// order and checks the result against a float64 DFT.
+// written as lane functions so that the same code runs on the GPU (__syncwarp
+// between phases) and on the host, where kernels/hosttest/fbank_frame_test.cpp
+// replays the 32 lanes of each phase in order and checks the result against a
+// float64 DFT.
 //
-// A frame of n_fft = N real samples is transformed as a packed complex signal
-// z[m] = x[2m] + i·x[2m+1] of H = N/2 points (a self-sorting Stockham FFT in
-// shared memory, one radix pass at a time), then split into the H+1
-// non-redundant bins of the real spectrum, whose |X[k]|² is stored in place.
+// Mapping: a warp transforms 4 frames at once, 8 lanes a frame (lane l: frame
+// group g = l/8, n1 = l%8). A frame of n_fft = N real samples is a packed
+// complex signal z[n] = x[2n] + i·x[2n+1] of H = N/2 = 8·C points (C = 25
+// for N = 400, 32 for N = 512). With n = n1 + 8·n2 and k = k2 + C·k1,
+//   Z[k2 + C·k1] = Σ_n1 W8^(n1·k1) · W_H^(n1·k2) · Σ_n2 z[n1 + 8·n2]·W_C^(n2·k2):
+//   Column: lane n1 loads its C points straight from the signal into
+//           registers, does the C-point DFT in registers (5x5 or 4x8
+//           Cooley-Tukey, constant twiddles), multiplies by W_H^(n1·k2) and
+//           stores the column to the frame's buffer T[n1][k2] (row pitch R).
+//   Pairs:  after a warp barrier, lane n1 reads whole columns k2 (8 values),
+//           does the 8-point DFTs in registers and, because it holds the
+//           columns k2 and C-k2 together, splits the packed spectrum into the
+//           real one locally: X[k] and X[H-k] from Z[k] and Z[H-k], and keeps
+//           |X[k]|², |X[H-k]|² in registers;
+//           after a second barrier it stores them over the buffer as the
+//           power row P[0..H] (floats).
+//   mel4:   lane m (filters m, m+32, ...) sums its band over the 4 frames'
+//           power rows: one weight read serves 4 frames.
+// One shared-memory round trip of the spectrum (the column transpose) and one
+// of the power row, instead of one per radix pass.
 //
 // Numerics: float32 throughout with twiddles rounded once from float64
-// (table twN[k] = e^{-2πik/N}); the FFT's error is about 1e-7 relative to the
-// frame's energy, so bins 70 dB under the frame's peak keep ~3 digits, which
-// is what the log-mel floors (Whisper: max - 8 in log10; Parakeet: ln(x + 2^-24))
-// need.
+// (table twN[k] = e^{-2πik/N}; the constant tables below); the FFT's error is
+// about 1e-7 relative to the frame's energy, so bins 70 dB under the frame's
+// peak keep ~3 digits, which is what the log-mel floors (Whisper: max - 8 in
+// log10; Parakeet: ln(x + 2^-24)) need.
 #pragma once
 
 #ifdef __CUDACC__
@@ -30,15 +46,8 @@ inline float2 make_float2(float x, float y) { return float2{x, y}; }
 namespace fbank {
 
 constexpr int kWarp = 32;
-
-// The FFT buffer of H points is stored with one float2 of padding after
-// every 8 (Buffer<H>::kSize entries): the Stockham passes' strided stores
-// (stride 8, 9·pp after padding) then fall in distinct banks.
-EDGE_HD int pad(int i) { return i + (i >> 3); }
-template <int H>
-struct Buffer {
-  static constexpr int kSize = H + H / 8;
-};
+constexpr int kLanes = 8;     // lanes per frame
+constexpr int kGroups = 4;    // frames per warp (kWarp / kLanes)
 
 EDGE_HD float2 cadd(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
 EDGE_HD float2 csub(float2 a, float2 b) { return make_float2(a.x - b.x, a.y - b.y); }
@@ -106,6 +115,92 @@ EDGE_HD void dft<5>(float2* a) { dft5(a); }
 template <>
 EDGE_HD void dft<8>(float2* a) { dft8(a); }
 
+// twc<C>(j) = e^{-2πij/C} (j < C), float32 values of cos and -sin rounded
+// once from float64 (kernels/hosttest checks them against std::cos/sin).
+// Called with compile-time j only (unrolled loops), so they become immediates.
+template <int C>
+EDGE_HD float2 twc(int j);
+template <>
+EDGE_HD float2 twc<25>(int j) {
+  constexpr float t[50] = {
+      1.000000000e+00f, 0.000000000e+00f, 9.685831611e-01f, -2.486898872e-01f, 8.763066800e-01f, -4.817536741e-01f, 7.289686274e-01f, -6.845471059e-01f,
+      5.358267950e-01f, -8.443279255e-01f, 3.090169944e-01f, -9.510565163e-01f, 6.279051953e-02f, -9.980267284e-01f, -1.873813146e-01f, -9.822872507e-01f,
+      -4.257792916e-01f, -9.048270525e-01f, -6.374239897e-01f, -7.705132428e-01f, -8.090169944e-01f, -5.877852523e-01f, -9.297764859e-01f, -3.681245527e-01f,
+      -9.921147013e-01f, -1.253332336e-01f, -9.921147013e-01f, 1.253332336e-01f, -9.297764859e-01f, 3.681245527e-01f, -8.090169944e-01f, 5.877852523e-01f,
+      -6.374239897e-01f, 7.705132428e-01f, -4.257792916e-01f, 9.048270525e-01f, -1.873813146e-01f, 9.822872507e-01f, 6.279051953e-02f, 9.980267284e-01f,
+      3.090169944e-01f, 9.510565163e-01f, 5.358267950e-01f, 8.443279255e-01f, 7.289686274e-01f, 6.845471059e-01f, 8.763066800e-01f, 4.817536741e-01f,
+      9.685831611e-01f, 2.486898872e-01f,
+  };
+  return make_float2(t[2 * j], t[2 * j + 1]);
+}
+template <>
+EDGE_HD float2 twc<32>(int j) {
+  constexpr float t[64] = {
+      1.000000000e+00f, 0.000000000e+00f, 9.807852804e-01f, -1.950903220e-01f, 9.238795325e-01f, -3.826834324e-01f, 8.314696123e-01f, -5.555702330e-01f,
+      7.071067812e-01f, -7.071067812e-01f, 5.555702330e-01f, -8.314696123e-01f, 3.826834324e-01f, -9.238795325e-01f, 1.950903220e-01f, -9.807852804e-01f,
+      0.000000000e+00f, -1.000000000e+00f, -1.950903220e-01f, -9.807852804e-01f, -3.826834324e-01f, -9.238795325e-01f, -5.555702330e-01f, -8.314696123e-01f,
+      -7.071067812e-01f, -7.071067812e-01f, -8.314696123e-01f, -5.555702330e-01f, -9.238795325e-01f, -3.826834324e-01f, -9.807852804e-01f, -1.950903220e-01f,
+      -1.000000000e+00f, 0.000000000e+00f, -9.807852804e-01f, 1.950903220e-01f, -9.238795325e-01f, 3.826834324e-01f, -8.314696123e-01f, 5.555702330e-01f,
+      -7.071067812e-01f, 7.071067812e-01f, -5.555702330e-01f, 8.314696123e-01f, -3.826834324e-01f, 9.238795325e-01f, -1.950903220e-01f, 9.807852804e-01f,
+      0.000000000e+00f, 1.000000000e+00f, 1.950903220e-01f, 9.807852804e-01f, 3.826834324e-01f, 9.238795325e-01f, 5.555702330e-01f, 8.314696123e-01f,
+      7.071067812e-01f, 7.071067812e-01f, 8.314696123e-01f, 5.555702330e-01f, 9.238795325e-01f, 3.826834324e-01f, 9.807852804e-01f, 1.950903220e-01f,
+  };
+  return make_float2(t[2 * j], t[2 * j + 1]);
+}
+
+// dft_ct is the C = P1·P2 point DFT of a[0..C) in registers, in place, natural
+// order out: n = na + P1·nb, k = kb + P2·ka; P1 DFTs of P2 points, twiddles
+// W_C^(na·kb), P2 DFTs of P1 points.
+template <int P1, int P2>
+EDGE_HD void dft_ct(float2* a) {
+  constexpr int C = P1 * P2;
+  float2 b[P1][P2];
+#pragma unroll
+  for (int na = 0; na < P1; na++) {
+#pragma unroll
+    for (int nb = 0; nb < P2; nb++) b[na][nb] = a[na + P1 * nb];
+    dft<P2>(b[na]);
+#pragma unroll
+    for (int kb = 1; kb < P2; kb++) {
+      if (na > 0) b[na][kb] = cmul(b[na][kb], twc<C>(na * kb % C));
+    }
+  }
+#pragma unroll
+  for (int kb = 0; kb < P2; kb++) {
+    float2 t[P1];
+#pragma unroll
+    for (int na = 0; na < P1; na++) t[na] = b[na][kb];
+    dft<P1>(t);
+#pragma unroll
+    for (int ka = 0; ka < P1; ka++) a[kb + P2 * ka] = t[ka];
+  }
+}
+
+// Geometry of one frame's buffer: H = N/2 = 8·C complex points as 8 rows
+// (n1) of C columns (k2), row pitch R float2 (C+1 when C is even, so that
+// the 8 lanes' row stores fall in distinct banks), frame pitch S = 8·R float2
+// (≡ 8 mod 16: the 4 frames of a warp are conflict-free too). The power row
+// P[0..H] (floats) reuses the buffer.
+template <int N>
+struct Frame {
+  static constexpr int H = N / 2;
+  static constexpr int C = H / kLanes;
+  static constexpr int R = C % 2 == 0 ? C + 1 : C;
+  static constexpr int S = kLanes * R;
+  static_assert(C * kLanes == H && (C == 25 || C == 32), "n_fft must be 400 or 512");
+};
+
+template <int C>
+struct ColumnDFT;
+template <>
+struct ColumnDFT<25> {
+  EDGE_HD static void run(float2* a) { dft_ct<5, 5>(a); }
+};
+template <>
+struct ColumnDFT<32> {
+  EDGE_HD static void run(float2* a) { dft_ct<4, 8>(a); }
+};
+
 // Source describes where a frame's samples come from.
 struct Source {
   const float* pcm;  // the item's row
@@ -130,162 +225,139 @@ EDGE_HD float sample(const Source& s, long long i) {
   return v;
 }
 
-// Pass is one Stockham radix-P pass over H points at stride S (S = product of
-// the radices before it). Butterfly b = pp·S + q (pp < m = H/(P·S), q < S)
-// reads a_r = z[q + S·(pp + r·m)] and writes
-//   z[q + S·(P·pp + k)] = (Σ_r a_r e^{-2πi rk/P}) · e^{-2πi k·pp·S/H}.
-// Lane l owns butterflies l, l+32, ...: load() reads them all into registers,
-// and after a warp barrier store() writes them, so the pass runs in place.
-template <int H, int P, int S>
-struct Pass {
-  static constexpr int kM = H / (P * S);
-  static constexpr int kBf = H / P;
-  static constexpr int kRounds = (kBf + kWarp - 1) / kWarp;
-  static_assert(kM * P * S == H, "radix plan must factor H");
-  float2 v[kRounds][P];
+// Column is lane n1's part of the first stage: the points z[n1 + 8·n2],
+// n2 < C, of one frame, then their C-point DFT times W_H^(n1·k2).
+template <int N>
+struct Column {
+  using F = Frame<N>;
+  float2 v[F::C];
 
-  EDGE_HD void load(const float2* z, int lane) {
+  // load forms the lane's points from the signal: z[n] = w[2n]·x(start+2n)
+  // + i·w[2n+1]·x(start+2n+1), with win2[n] = (w[2n], w[2n+1]). Interior
+  // frames without per-sample branches; frames that touch the padding or
+  // the clip's end through sample(). An inactive lane (no frame) loads 0.
+  EDGE_HD void load(const Source& s, const float2* win2, int n1, bool active) {
+    if (active && s.start >= 1 && s.start + N <= s.real) {
+      const float* p = s.pcm + s.start + 2 * n1;
 #pragma unroll
-    for (int r = 0; r < kRounds; r++) {
-      int b = lane + r * kWarp;
-      if (b < kBf) {
-        int pp = b / S, q = b % S;
-#pragma unroll
-        for (int j = 0; j < P; j++) v[r][j] = z[pad(q + S * (pp + j * kM))];
-      }
-    }
-  }
-
-  // The first pass (S = 1, one round) reads its inputs from the signal
-  // instead of the buffer: butterfly b takes the packed points m = b + j·kM,
-  // z[m] = w[2m]·x(start+2m) + i·w[2m+1]·x(start+2m+1), j < P. load_window
-  // fetches the lane's window pairs wr[j] once; load_signal then forms the
-  // points of one frame (interior frames without per-sample branches; frames
-  // that touch the padding or the clip's end through sample()).
-  EDGE_HD static void load_window(const float* window, float2* wr, int lane) {
-    static_assert(S == 1 && kRounds == 1, "only the first pass reads the signal");
-    if (lane >= kBf) return;
-#pragma unroll
-    for (int j = 0; j < P; j++) {
-      int m = lane + j * kM;
-      wr[j] = make_float2(window[2 * m], window[2 * m + 1]);
-    }
-  }
-
-  EDGE_HD void load_signal(const Source& s, const float2* wr, int lane) {
-    static_assert(S == 1 && kRounds == 1, "only the first pass reads the signal");
-    if (lane >= kBf) return;
-    if (s.start >= 1 && s.start + 2 * H <= s.real) {
-      const float* p = s.pcm + s.start;
-#pragma unroll
-      for (int j = 0; j < P; j++) {
-        int m = lane + j * kM;
-        float a0 = p[2 * m], a1 = p[2 * m + 1];
-        float x0 = s.preemph != 0.f ? fmaf(-s.preemph, p[2 * m - 1], a0) : a0;
+      for (int j = 0; j < F::C; j++) {
+        float2 w = win2[n1 + kLanes * j];
+        float a0 = p[2 * kLanes * j], a1 = p[2 * kLanes * j + 1];
+        float x0 = s.preemph != 0.f ? fmaf(-s.preemph, p[2 * kLanes * j - 1], a0) : a0;
         float x1 = s.preemph != 0.f ? fmaf(-s.preemph, a0, a1) : a1;
-        v[0][j] = make_float2(wr[j].x * x0, wr[j].y * x1);
+        v[j] = make_float2(w.x * x0, w.y * x1);
       }
       return;
     }
 #pragma unroll
-    for (int j = 0; j < P; j++) {
-      int m = lane + j * kM;
-      float x0 = wr[j].x != 0.f ? wr[j].x * sample(s, s.start + 2 * m) : 0.f;
-      float x1 = wr[j].y != 0.f ? wr[j].y * sample(s, s.start + 2 * m + 1) : 0.f;
-      v[0][j] = make_float2(x0, x1);
+    for (int j = 0; j < F::C; j++) {
+      int m = n1 + kLanes * j;
+      float2 w = win2[m];
+      float x0 = active && w.x != 0.f ? w.x * sample(s, s.start + 2 * m) : 0.f;
+      float x1 = active && w.y != 0.f ? w.y * sample(s, s.start + 2 * m + 1) : 0.f;
+      v[j] = make_float2(x0, x1);
     }
   }
 
-  // twN[j] = e^{-2πij/N} with N = 2H, so w = e^{-2πi·pp·S/H} = twN[2·pp·S]
-  // and the k-th output's twiddle w^k is built by k-1 complex products: one
-  // table read per butterfly instead of P-1 scattered ones (the reads of
-  // different lanes fall in different cache lines), for a relative error
-  // of a few 1e-7 in w^k.
-  EDGE_HD void store(float2* z, const float2* twN, int lane) {
+  // transform: the C-point DFT, then v[k2] *= W_H^(n1·k2) = twN[2·n1·k2].
+  EDGE_HD void transform(const float2* twN, int n1) {
+    ColumnDFT<F::C>::run(v);
 #pragma unroll
-    for (int r = 0; r < kRounds; r++) {
-      int b = lane + r * kWarp;
-      if (b < kBf) {
-        int pp = b / S, q = b % S;
-        dft<P>(v[r]);
-        z[pad(q + S * (P * pp))] = v[r][0];
-        const float2 w1 = twN[2 * pp * S];
-        float2 w = w1;
+    for (int k = 1; k < F::C; k++) v[k] = cmul(v[k], twN[2 * n1 * k]);
+  }
+
+  // store writes the lane's row T[n1][0..C) of the frame's buffer T.
+  EDGE_HD void store(float2* T, int n1) const {
 #pragma unroll
-        for (int k = 1; k < P; k++) {
-          z[pad(q + S * (P * pp + k))] = cmul(v[r][k], w);
-          w = cmul(w, w1);
-        }
+    for (int k = 0; k < F::C; k++) T[n1 * F::R + k] = v[k];
+  }
+};
+
+// Pairs is lane n1's part of the second stage. The C columns are dealt out
+// so that a lane transforms column c and its partner C-c together: Z[k] and
+// Z[H-k] (k = c + C·k1, H-k = (C-c) + C·(7-k1)) then sit in the same lane.
+// Column pair q = step·8 + n1 (q < Q = (C-1)/2 regular pairs) is (q+1,
+// C-q-1); pair q = Q is the self-paired columns 0 (Z[C·k1] with Z[C·(8-k1)])
+// and, for even C, C/2 (Z[C/2 + C·k1] with Z[C/2 + C·(7-k1)]); lanes with
+// q > Q idle. For each pair (a = Z[k], b = Z[H-k]):
+//   s = (a + conj b)/2, d = (a - conj b)/2, u = e^{-2πik/N}·d,
+//   |X[k]|² = |s - i·u|², |X[H-k]|² = |s + i·u|².
+template <int N>
+struct Pairs {
+  using F = Frame<N>;
+  static constexpr int kSteps = 2;
+  static constexpr int kQ = (F::C - 1) / 2;
+  float p[kSteps][8][2];  // |X[k]|², |X[H-k]|² per step and slot
+  float mid;              // |X[H/2]|² (the lane with the self-paired columns)
+
+  // mode of step st: 0 regular pair (c, C-c), 1 self-paired, 2 idle.
+  EDGE_HD static int mode(int st, int n1, int* c) {
+    int q = st * kLanes + n1;
+    *c = q + 1;
+    return q < kQ ? 0 : q == kQ ? 1 : 2;
+  }
+
+  // bin is the k of slot i of a step: regular c + C·i; self-paired C·i
+  // (i < 4) and C/2 + C·(i-4) (i >= 4, even C only).
+  EDGE_HD static int bin(int md, int c, int i) {
+    return md == 0 ? c + F::C * i : i < 4 ? F::C * i : F::C / 2 + F::C * (i - 4);
+  }
+
+  EDGE_HD static void power(float2 a, float2 b, float2 w, float* pk, float* phk) {
+    float2 s = make_float2(0.5f * (a.x + b.x), 0.5f * (a.y - b.y));
+    float2 d = make_float2(0.5f * (a.x - b.x), 0.5f * (a.y + b.y));
+    float2 u = cmul(w, d);
+    float xr = s.x + u.y, xi = s.y - u.x;  // X[k] = s - i·u
+    float yr = s.x - u.y, yi = s.y + u.x;  // conj X[H-k] = s + i·u
+    *pk = xr * xr + xi * xi;
+    *phk = yr * yr + yi * yi;
+  }
+
+  // compute reads the lane's columns of the frame's buffer T.
+  EDGE_HD void compute(const float2* T, const float2* twN, int n1) {
+    mid = 0.f;
+#pragma unroll
+    for (int st = 0; st < kSteps; st++) {
+      int c;
+      const int md = mode(st, n1, &c);
+      if (md == 2) continue;
+      const int c1 = md == 0 ? c : 0, c2 = md == 0 ? F::C - c : F::C % 2 == 0 ? F::C / 2 : 0;
+      float2 y1[8], y2[8];
+#pragma unroll
+      for (int r = 0; r < 8; r++) {
+        y1[r] = T[r * F::R + c1];
+        y2[r] = T[r * F::R + c2];
+      }
+      dft8(y1);
+      dft8(y2);
+      if (md == 1) mid = y1[4].x * y1[4].x + y1[4].y * y1[4].y;
+#pragma unroll
+      for (int i = 0; i < 8; i++) {
+        // regular: (y1[i], y2[7-i]); self-paired: (y1[i], y1[(8-i)%8]) for
+        // i < 4, (y2[i-4], y2[11-i]) for i >= 4.
+        float2 a = i < 4 ? y1[i] : md == 0 ? y1[i] : y2[(i - 4) & 7];
+        float2 b = i < 4 ? (md == 0 ? y2[7 - i] : y1[(8 - i) & 7]) : md == 0 ? y2[(7 - i) & 7] : y2[(11 - i) & 7];
+        power(a, b, twN[bin(md, c, i)], &p[st][i][0], &p[st][i][1]);
       }
     }
   }
-};
 
-// FFTPlan<H> is the H-point transform: First, the radix-8 pass that reads
-// the signal, then run_rest, the passes over the buffer. n_fft 400 -> H = 200
-// = 8·5·5; n_fft 512 -> H = 256 = 8·8·4.
-template <int H>
-struct FFTPlan;
-
-// Sync is the barrier between phases: __syncwarp on the GPU.
-#ifdef __CUDACC__
-struct WarpSync {
-  __device__ __forceinline__ void operator()() const { __syncwarp(); }
-};
-#endif
-
-template <>
-struct FFTPlan<200> {
-  using First = Pass<200, 8, 1>;  // reads the signal (load_signal)
-  template <class Lanes>
-  EDGE_HD static void run_rest(float2* z, const float2* twN, Lanes lanes) {
-    lanes.template pass<Pass<200, 5, 8>>(z, twN);
-    lanes.template pass<Pass<200, 5, 40>>(z, twN);
-  }
-};
-
-template <>
-struct FFTPlan<256> {
-  using First = Pass<256, 8, 1>;  // reads the signal (load_signal)
-  template <class Lanes>
-  EDGE_HD static void run_rest(float2* z, const float2* twN, Lanes lanes) {
-    lanes.template pass<Pass<256, 8, 8>>(z, twN);
-    lanes.template pass<Pass<256, 4, 64>>(z, twN);
-  }
-};
-
-// Power splits the packed spectrum Z (H points) into the real spectrum
-// X[k] = (Z[k] + conj Z[H-k])/2 - i/2·e^{-2πik/N}·(Z[k] - conj Z[H-k]),
-// k = 0..H (Z[H] = Z[0]), and stores |X[k]|² over z viewed as float[H+1]
-// (unpadded).
-template <int H>
-struct Power {
-  static constexpr int kRounds = (H + 1 + kWarp - 1) / kWarp;
-  float p[kRounds];
-
-  EDGE_HD void load(const float2* z, const float2* twN, int lane) {
+  // store writes the lane's bins into the power row P[0..H], which overlays
+  // the buffer (after the barrier that ends every lane's compute).
+  EDGE_HD void store(float* P, int n1) const {
 #pragma unroll
-    for (int r = 0; r < kRounds; r++) {
-      int k = lane + r * kWarp;
-      if (k <= H) {
-        float2 a = z[pad(k == H ? 0 : k)], b = z[pad(k == 0 ? 0 : H - k)];
-        // s = (a + conj b)/2, d = (a - conj b)/2
-        float2 s = make_float2(0.5f * (a.x + b.x), 0.5f * (a.y - b.y));
-        float2 d = make_float2(0.5f * (a.x - b.x), 0.5f * (a.y + b.y));
-        float2 w = twN[k];  // k <= H < N
-        float2 wd = cmul(w, d);
-        // X = s - i·wd
-        float xr = s.x + wd.y, xi = s.y - wd.x;
-        p[r] = xr * xr + xi * xi;
+    for (int st = 0; st < kSteps; st++) {
+      int c;
+      const int md = mode(st, n1, &c);
+      if (md == 2) continue;
+#pragma unroll
+      for (int i = 0; i < 8; i++) {
+        if (md == 1 && i >= 4 && F::C % 2 != 0) continue;
+        int k = bin(md, c, i);
+        P[k] = p[st][i][0];
+        P[F::H - k] = p[st][i][1];
       }
-    }
-  }
-
-  EDGE_HD void store(float* power, int lane) const {
-#pragma unroll
-    for (int r = 0; r < kRounds; r++) {
-      int k = lane + r * kWarp;
-      if (k <= H) power[k] = p[r];
+      if (md == 1) P[F::H / 2] = mid;
     }
   }
 };
@@ -296,9 +368,6 @@ struct Band {
   int start, len, off;
 };
 
-// mel_log writes, for the filters m ≡ lane mod 32,
-//   out[m] = log2(max(Σ_j w[off+j]·power[start+j] + guard, floor)) · scale
-// (scale = ln 2 for ln, log10 2 for log10) and returns the lane's maximum.
 EDGE_HD float log2_approx(float x) {
 #ifdef __CUDACC__
   return __log2f(x);  // MUFU.LG2: |error| < 2^-21 on normal inputs
@@ -307,17 +376,30 @@ EDGE_HD float log2_approx(float x) {
 #endif
 }
 
-EDGE_HD float mel_log(const float* power, const Band* bands, const float* w, int n_mels, float guard,
-                      float floor_, float scale, float* out, int lane) {
+// mel4 writes, for the filters m ≡ lane mod 32 and the first `frames` (<= 4)
+// of the warp's power rows P + g·pitchP,
+//   out[g·pitchOut + m] = log2(max(Σ_j w[off+j]·P_g[start+j] + guard, floor)) · scale
+// (scale = ln 2 for ln, log10 2 for log10) and returns the lane's maximum.
+EDGE_HD float mel4(const float* P, int pitchP, int frames, const Band* bands, const float* w, int n_mels,
+                   float guard, float floor_, float scale, float* out, int pitchOut, int lane) {
   float mx = -INFINITY;
   for (int m = lane; m < n_mels; m += kWarp) {
     Band b = bands[m];
-    float acc = 0.f;
-    for (int j = 0; j < b.len; j++) acc = fmaf(w[b.off + j], power[b.start + j], acc);
-    float v = fmaxf(acc + guard, floor_);
-    float y = log2_approx(v) * scale;
-    out[m] = y;
-    mx = fmaxf(mx, y);
+    float acc[kGroups] = {0.f, 0.f, 0.f, 0.f};
+    for (int j = 0; j < b.len; j++) {
+      float wt = w[b.off + j];
+      const float* q = P + b.start + j;
+#pragma unroll
+      for (int g = 0; g < kGroups; g++) acc[g] = fmaf(wt, q[g * pitchP], acc[g]);
+    }
+#pragma unroll
+    for (int g = 0; g < kGroups; g++) {
+      if (g < frames) {
+        float y = log2_approx(fmaxf(acc[g] + guard, floor_)) * scale;
+        out[g * pitchOut + m] = y;
+        mx = fmaxf(mx, y);
+      }
+    }
   }
   return mx;
 }

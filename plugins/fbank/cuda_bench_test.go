@@ -85,20 +85,7 @@ func BenchmarkCUDAFbank(b *testing.B) {
 				for b.Loop() {
 					run()
 					b.StopTimer()
-					d, err := be.Time(func() error {
-						var scratch []*cuda.Buffer
-						defer func() {
-							for _, s := range scratch {
-								_ = s.Free()
-							}
-						}()
-						_, err := op.enqueue(pcmPtr, int64(len(x)), items, feats, frames, &scratch)
-						return err
-					})
-					if err != nil {
-						b.Fatal(err)
-					}
-					devTime += d
+					devTime += enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames)
 					b.StartTimer()
 				}
 				perOp := devTime.Seconds() / float64(b.N)
@@ -107,6 +94,82 @@ func BenchmarkCUDAFbank(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkCUDAFbankGeometry times the queued work of one batch of 64
+// 30 s clips (dev-us/op, as BenchmarkCUDAFbank) for each launch geometry of
+// fbank_logmel (warps per block, steps of 4 frames per warp), fused
+// (fbank_fused) and unfused (logmel, stats, normalize).
+//
+//	plugins_fbank.test -test.run '^$' -test.bench CUDAFbankGeometry -test.benchtime 100x
+func BenchmarkCUDAFbankGeometry(b *testing.B) {
+	be, err := openCUDA()
+	if err != nil {
+		b.Fatal(err)
+	}
+	x := clip30s(b)
+	const batch = 64
+	pcm := make([]float32, batch*len(x))
+	for i := range batch {
+		copy(pcm[i*len(x):], x)
+	}
+	dev, err := be.Upload(runtime.Must(runtime.FromSlice(runtime.F32, runtime.Shape{batch, len(x)}, pcm)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dev.Buffer().Free()
+	pcmPtr, _ := cuda.Ptr(dev)
+	for _, preset := range []string{"whisper-128", "parakeet-128"} {
+		op := cudaOpOf(b, preset, be)
+		lens := make([]int, batch)
+		for i := range lens {
+			lens[i] = len(x)
+		}
+		items, _, shape, frames, err := op.plan(lens)
+		if err != nil {
+			b.Fatal(err)
+		}
+		feats, err := be.Empty(runtime.F32, shape)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, g := range []launchGeom{{4, 1}, {4, 2}, {4, 4}, {4, 8}, {8, 1}, {8, 2}} {
+			if op.shared(g) > op.sharedLimit {
+				continue
+			}
+			for _, unfused := range []bool{false, true} {
+				name := map[bool]string{false: "fused", true: "unfused"}[unfused]
+				b.Run(fmt.Sprintf("%s/w%ds%d/%s", preset, g.warps, g.steps, name), func(b *testing.B) {
+					op.fixed, op.unfused = g, unfused
+					enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames) // warm-up
+					var devTime time.Duration
+					for b.Loop() {
+						devTime += enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames)
+					}
+					b.ReportMetric(devTime.Seconds()/float64(b.N)*1e6, "dev-us/op")
+				})
+			}
+		}
+		_ = feats.Buffer().Free()
+	}
+}
+
+// enqueueTime is the device time of op.enqueue for one batch (CUDA events).
+func enqueueTime(b *testing.B, be *cuda.Backend, op *cudaOp, pcm cuda.DevicePtr, stride int64, items []int64, feats *runtime.Tensor, frames int) time.Duration {
+	d, err := be.Time(func() error {
+		var scratch []*cuda.Buffer
+		defer func() {
+			for _, s := range scratch {
+				_ = s.Free()
+			}
+		}()
+		_, err := op.enqueue(pcm, stride, items, feats, frames, &scratch)
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d
 }
 
 // cudaOpOf builds the op's CUDA implementation directly, for timing its

@@ -11,6 +11,7 @@ package fbank
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -30,6 +31,10 @@ const (
 	cudaWhisperDiff = 5e-3    // max |diff| over all frames
 	cudaNeMoDiff    = 1e-2    // max |diff| over valid frames (per_feature, none)
 )
+
+func init() {
+	flag.BoolVar(&cudaUnfused, "cuda.unfused", false, "run the CUDA fbank op as three launches (logmel, stats, normalize) instead of fbank_fused")
+}
 
 var openCUDA = sync.OnceValues(func() (*cuda.Backend, error) { return cuda.Open(0) })
 

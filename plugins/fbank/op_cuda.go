@@ -23,11 +23,24 @@ func init() {
 
 // Launch geometry of fbank_logmel (kernels/fbank.cu).
 const (
-	cudaWarps     = 8
-	cudaThreads   = cudaWarps * 32
+	cudaGroups    = 4        // frames a warp transforms at once (8 lanes a frame)
+	cudaWarps     = 4        // warps per block by default (4 or 8)
 	cudaMaxShared = 48 << 10 // bytes of dynamic shared memory without opting in
+	cudaNormSpan  = 32 << 10 // features a normalize tile of fbank_fused does
 	cudaModule    = "edge"
 )
+
+// launchGeom is fbank_logmel's block shape: warps per block (4 or 8) and
+// steps, the rounds of 4 frames a warp does; a block owns
+// cudaGroups·warps·steps consecutive frames.
+type launchGeom struct{ warps, steps int }
+
+func (g launchGeom) frames() int { return cudaGroups * g.warps * g.steps }
+
+// cudaUnfused makes new ops run fbank_logmel, fbank_stats and
+// fbank_normalize as three launches instead of fbank_fused; the test binary
+// sets it with -cuda.unfused to check both paths.
+var cudaUnfused bool
 
 // Statistics modes of the kernels (enum Stats in fbank.cu).
 const (
@@ -42,16 +55,24 @@ const (
 // only the per-item error words (8 bytes an item) and uploading the per-item
 // geometry (24 bytes an item). The threads parameter does not apply.
 type cudaOp struct {
-	fe                  *Frontend
-	be                  *cuda.Backend
-	sms                 int
-	logmel, stats, norm *cuda.Kernel
-	window, twiddle     *cuda.Buffer
-	bands, weights      *cuda.Buffer
+	fe                         *Frontend
+	be                         *cuda.Backend
+	sms                        int
+	logmel, fused, stats, norm *cuda.Kernel
+	// unfused runs logmel, stats and normalize as three launches instead
+	// of fbank_fused (tests and benchmarks compare both).
+	unfused         bool
+	window, twiddle *cuda.Buffer
+	bands, weights  *cuda.Buffer
 
 	// sharedW is the number of filterbank weights fbank_logmel copies to
 	// shared memory with the bands (0: it reads them from global memory).
 	sharedW int
+	// sharedLimit is the dynamic shared memory fbank_logmel may use (opted
+	// in above 48 KiB when the device allows); fixed, when set, overrides
+	// the launch geometry (benchmarks).
+	sharedLimit int
+	fixed       launchGeom
 
 	statsMode         int
 	fixedFloor        float64 // statsMax: NaN (per-item max) or the global floor
@@ -70,7 +91,7 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 	if cfg.NFFT != 400 && cfg.NFFT != 512 {
 		return nil, fmt.Errorf("n_fft %d: the cuda kernels support 400 and 512 (use the cpu backend for other sizes)", cfg.NFFT)
 	}
-	if cudaShared(cfg.NFFT, cfg.NumMels, 1) > cudaMaxShared {
+	if cudaShared(cfg.NFFT, cfg.NumMels, cudaWarps, true) > cudaMaxShared {
 		return nil, fmt.Errorf("num_mels %d: the cuda kernels support at most %d mel filters", cfg.NumMels, cudaMaxMels(cfg.NFFT))
 	}
 	image, _, err := kernels.Fatbin()
@@ -81,22 +102,16 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &cudaOp{fe: fe, be: b, sms: b.Multiprocessors()}
+	o := &cudaOp{fe: fe, be: b, sms: b.Multiprocessors(), unfused: cudaUnfused}
 	for name, dst := range map[string]**cuda.Kernel{
-		fmt.Sprintf("fbank_logmel_n%d", cfg.NFFT): &o.logmel, "fbank_stats": &o.stats, "fbank_normalize": &o.norm,
+		fmt.Sprintf("fbank_logmel_n%d", cfg.NFFT): &o.logmel, fmt.Sprintf("fbank_fused_n%d", cfg.NFFT): &o.fused,
+		"fbank_stats": &o.stats, "fbank_normalize": &o.norm,
 	} {
 		if *dst, err = mod.Kernel(name); err != nil {
 			return nil, err
 		}
 	}
-	o.sharedW = max(len(fe.bank.w), 1)
-	if o.shared(1) > cudaMaxShared {
-		o.sharedW = 0
-	}
-	if err := o.uploadTables(); err != nil {
-		_ = o.Close()
-		return nil, err
-	}
+	o.statsMode = statsNone
 	switch cfg.Normalize {
 	case PerUtterance:
 		o.statsMode, o.fixedFloor = statsMax, math.NaN()
@@ -104,8 +119,21 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 		o.statsMode, o.fixedFloor = statsMax, cfg.GlobalLogMelMax-clampRange
 	case PerFeature:
 		o.statsMode = statsMoments
-	default:
-		o.statsMode = statsNone
+	}
+	o.sharedW = max(len(fe.bank.w), 1)
+	if o.shared(launchGeom{cudaWarps, 1}) > cudaMaxShared {
+		o.sharedW = 0
+	}
+	o.sharedLimit = cudaMaxShared
+	if big := o.shared(launchGeom{8, 1}); big > cudaMaxShared {
+		if lim, err := o.logmel.MaxDynamicShared(); err == nil && big <= lim &&
+			o.logmel.SetMaxDynamicShared(big) == nil && o.fused.SetMaxDynamicShared(big) == nil {
+			o.sharedLimit = big
+		}
+	}
+	if err := o.uploadTables(); err != nil {
+		_ = o.Close()
+		return nil, err
 	}
 	// The CPU Frontend's log: log10(max(v, 1e-10)) | ln(max(v, c)) | ln(v + 2^-24).
 	o.guard, o.floor, o.lg2 = logGuard, logGuard, math.Ln2
@@ -118,25 +146,36 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 	return o, nil
 }
 
-// cudaShared is fbank_logmel's dynamic shared memory: one N/2-point complex
-// buffer per warp (padded by one entry in 9, fbank_frame.cuh's Buffer) and
-// 8·fpw staged rows of n_mels+1 floats.
-func cudaShared(nFFT, nMels, fpw int) int {
-	return cudaFFTShared(nFFT) + cudaWarps*fpw*(nMels+1)*4
+// cudaShared is fbank_logmel's dynamic shared memory without the
+// filterbank: per warp 4 frame buffers of 8 rows of n_fft/16 complex points
+// (row pitch padded to odd, fbank_frame.cuh's Frame), the per-feature
+// moments (2·n_mels float64) when the op normalises per feature, and
+// 4·warps staged rows of n_mels+1 floats.
+func cudaShared(nFFT, nMels, warps int, moments bool) int {
+	c := nFFT / 16
+	if c%2 == 0 {
+		c++
+	}
+	s := warps*cudaGroups*8*c*8 + cudaGroups*warps*(nMels+1)*4
+	if moments {
+		s += 16 * nMels
+	}
+	return s
 }
 
-func cudaFFTShared(nFFT int) int { h := nFFT / 2; return cudaWarps * (h + h/8) * 8 }
-
-// shared is fbank_logmel's dynamic shared memory for this op.
-func (o *cudaOp) shared(fpw int) int {
-	s := cudaShared(o.fe.cfg.NFFT, o.fe.cfg.NumMels, fpw)
+// shared is fbank_logmel's dynamic shared memory for this op and geometry.
+func (o *cudaOp) shared(g launchGeom) int {
+	s := cudaShared(o.fe.cfg.NFFT, o.fe.cfg.NumMels, g.warps, o.statsMode == statsMoments)
 	if o.sharedW > 0 {
 		s += (3*o.fe.cfg.NumMels + o.sharedW) * 4
 	}
 	return s
 }
 
-func cudaMaxMels(nFFT int) int { return (cudaMaxShared-cudaFFTShared(nFFT))/(cudaWarps*4) - 1 }
+// cudaMaxMels is the largest n_mels whose default geometry fits in 48 KiB.
+func cudaMaxMels(nFFT int) int {
+	return (cudaMaxShared - cudaShared(nFFT, 0, cudaWarps, false)) / (16 + cudaGroups*cudaWarps*4)
+}
 
 // uploadTables puts the window (placed in the n_fft buffer), the twiddles
 // e^{-2πik/N} (float64 rounded once) and the sparse filterbank on the device.
@@ -311,8 +350,8 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	if err != nil {
 		return nil, err
 	}
-	fpw := o.framesPerWarp(batch, frames)
-	groups := ceilDiv(frames, cudaWarps*fpw)
+	geom := o.geometryFor(batch, frames)
+	groups := ceilDiv(frames, geom.frames())
 	alloc := func(bytes int) (*cuda.Buffer, error) {
 		s, err := be.Malloc(int64(max(bytes, 8)))
 		if err == nil {
@@ -353,13 +392,12 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	if c.Layout == TimeMel {
 		layout = 1
 	}
-	err = o.logmel.Launch(cuda.Dim3{X: groups, Y: batch, Z: 1}, cuda.Dim3{X: cudaThreads, Y: 1, Z: 1},
-		o.shared(fpw),
-		pcm, stride, itemsBuf, o.window, o.twiddle, o.bands, o.weights, o.sharedW, c.NumMels, frames,
-		c.HopLength, o.fe.pad, reflect, c.PreEmphasis, o.guard, o.floor, o.lg2, layout, fpw,
-		out, partial, o.statsMode, bad)
-	if err != nil || o.statsMode == statsNone {
-		return bad, err
+	args := []any{pcm, stride, itemsBuf, o.window, o.twiddle, o.bands, o.weights, o.sharedW, c.NumMels, frames,
+		c.HopLength, o.fe.pad, reflect, c.PreEmphasis, o.guard, o.floor, o.lg2, layout, geom.steps,
+		out, partial, o.statsMode, bad}
+	block := cuda.Dim3{X: 32 * geom.warps, Y: 1, Z: 1}
+	if o.statsMode == statsNone {
+		return bad, o.logmel.Launch(cuda.Dim3{X: groups, Y: batch, Z: 1}, block, o.shared(geom), args...)
 	}
 	floors, err := alloc(4 * batch)
 	if err != nil {
@@ -367,6 +405,22 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	}
 	moments, err := alloc(16 * batch * c.NumMels)
 	if err != nil {
+		return nil, err
+	}
+	if !o.unfused {
+		// One launch: tickets, per-item finished-tile counts and ready flags.
+		counters, err := alloc(4 * (1 + 2*batch))
+		if err != nil {
+			return nil, err
+		}
+		if err := be.Memset(counters.Ptr(), 0, int64(4*(1+2*batch))); err != nil {
+			return nil, err
+		}
+		ntiles := ceilDiv(c.NumMels*frames, cudaNormSpan)
+		args = append(args, batch, groups, ntiles, counters, clampRange, o.fixedFloor, stdEpsilon, floors, moments)
+		return bad, o.fused.Launch(cuda.Dim3{X: batch * (groups + ntiles), Y: 1, Z: 1}, block, o.shared(geom), args...)
+	}
+	if err := o.logmel.Launch(cuda.Dim3{X: groups, Y: batch, Z: 1}, block, o.shared(geom), args...); err != nil {
 		return nil, err
 	}
 	grid := cuda.Dim3{X: 1, Y: batch, Z: 1}
@@ -386,15 +440,19 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	return bad, nil
 }
 
-// framesPerWarp picks how many frames each warp of fbank_logmel computes:
-// 4 when the batch has enough frames to give every SM two blocks of 32
-// frames (fewer, larger partial reductions), else fewer so that a single clip
-// still spreads over the whole GPU; never more than shared memory allows.
-func (o *cudaOp) framesPerWarp(batch, frames int) int {
-	for _, fpw := range []int{4, 2} {
-		if o.shared(fpw) <= cudaMaxShared && batch*ceilDiv(frames, cudaWarps*fpw) >= 2*o.sms {
-			return fpw
+// geometryFor picks fbank_logmel's block shape: 4 warps, and as many steps
+// (4, 2 or 1) as keep at least 4 blocks per SM in the grid (fewer, larger
+// partial reductions for a batch; a single clip still spreads over the
+// whole GPU).
+func (o *cudaOp) geometryFor(batch, frames int) launchGeom {
+	if o.fixed.warps > 0 && o.shared(o.fixed) <= o.sharedLimit {
+		return o.fixed
+	}
+	for _, steps := range []int{4, 2} {
+		g := launchGeom{cudaWarps, steps}
+		if batch*ceilDiv(frames, g.frames()) >= 4*o.sms {
+			return g
 		}
 	}
-	return 1
+	return launchGeom{cudaWarps, 1}
 }
