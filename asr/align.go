@@ -76,18 +76,15 @@ func (r *Recognizer) Align(ctx context.Context, pcm []float32, text string) (*tr
 	if err != nil {
 		return nil, err
 	}
+	if r.dec != nil {
+		return r.decodeOnDevice(ctx, pcm, ids, stars)
+	}
 	lp, T, err := r.Emissions(ctx, pcm)
 	if err != nil {
 		return nil, err
 	}
-	repeats := 0
-	for i := 1; i < len(ids); i++ {
-		if ids[i] == ids[i-1] {
-			repeats++
-		}
-	}
-	if T < len(ids)+repeats {
-		return nil, &TooShortError{Audio: r.stats.Audio, Frames: T, Tokens: len(ids), Repeats: repeats}
+	if err := r.checkFrames(T, ids); err != nil {
+		return nil, err
 	}
 	t0 := time.Now()
 	defer func() { r.stats.Stages["decode"] = time.Since(t0) }()
@@ -97,6 +94,20 @@ func (r *Recognizer) Align(ctx context.Context, pcm []float32, text string) (*tr
 		cfg.Vocabulary = append(append([]string(nil), cfg.Vocabulary...), Wildcard)
 	}
 	return transcript.AlignTokens(lp, V, ids, cfg)
+}
+
+// checkFrames gives a *TooShortError when T frames cannot hold ids.
+func (r *Recognizer) checkFrames(T int, ids []int) error {
+	repeats := 0
+	for i := 1; i < len(ids); i++ {
+		if ids[i] == ids[i-1] {
+			repeats++
+		}
+	}
+	if T < len(ids)+repeats {
+		return &TooShortError{Audio: r.stats.Audio, Frames: T, Tokens: len(ids), Repeats: repeats}
+	}
+	return nil
 }
 
 // withWildcard appends a column of log-probability 0 to row-major [T, V]

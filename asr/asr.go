@@ -32,8 +32,22 @@ type Options struct {
 	ORTLib string
 	// Threads bounds the encoder's intra-op threads (0 = one per core).
 	Threads int
-	// Backend runs the frontend (nil = CPU).
+	// Backend runs the frontend, the encoder's I/O and, when it is not the
+	// CPU, greedy decoding and forced alignment (nil = CPU). On the cuda
+	// backend features and emissions stay on the device (see device.go).
 	Backend runtime.Backend
+	// Provider is the encoder's ONNX Runtime execution provider: "cpu"
+	// (default) or "cuda".
+	Provider string
+	// CUDAEP is ONNX Runtime's CUDA plugin EP library ("" = $EDGE_ORT_CUDA_EP).
+	CUDAEP string
+	// Fallback "cpu" runs the encoder on the CPU when the GPU provider
+	// cannot be used; "" fails instead.
+	Fallback string
+	// Bind is the encoder's binding on the cuda backend with the cuda
+	// provider: "device" (zero-copy, default) or "host" (round trips
+	// through host memory, for comparison).
+	Bind string
 	// ChunkSeconds is the longest piece of audio encoded at once (default 30).
 	ChunkSeconds float64
 	// OverlapSeconds is the audio shared by neighbouring chunks (default 2).
@@ -45,6 +59,8 @@ type Options struct {
 type Recognizer struct {
 	manifest *model.Manifest
 	pipeline *runtime.Pipeline
+	backend  runtime.Backend
+	dec      *deviceDecoder // greedy + alignment on a device backend; nil on the CPU
 	words    transcript.Config
 	chunk    int // samples per chunk, a multiple of stride
 	overlap  int // samples shared by neighbours, a multiple of stride
@@ -58,8 +74,14 @@ type Stats struct {
 	// Stages maps "fbank", "encoder" and "decode" to their wall time.
 	Stages map[string]time.Duration `json:"stages_ns"`
 	Chunks int                      `json:"chunks"`
-	// Transfers counts host<->device copies made by the pipeline.
+	// Transfers counts host<->device copies made by the pipeline to place
+	// tensors where each step wants them (none between steps that share a
+	// device).
 	Transfers runtime.TransferStats `json:"transfers"`
+	// Copies counts every host<->device copy the backend made during the
+	// call, the ops' own small ones (per-item tables, status words) included;
+	// absent on the CPU backend.
+	Copies *runtime.TransferStats `json:"copies,omitempty"`
 }
 
 // Open loads a model directory (or model.yaml) and builds its pipeline.
@@ -97,9 +119,16 @@ func Open(modelPath string, opt Options) (*Recognizer, error) {
 			SentencePieceMarker: m.SentencePieceMarker,
 		},
 	}
+	r.backend = opt.Backend
 	r.pipeline, err = runtime.NewPipeline(pipelineConfig(m, modelPath, opt), opt.Backend)
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", m.Name, err)
+	}
+	if opt.Backend.Name() != runtime.CPU.Name() {
+		if r.dec, err = newDeviceDecoder(m, opt.Backend); err != nil {
+			_ = r.pipeline.Close()
+			return nil, fmt.Errorf("model %s: %w", m.Name, err)
+		}
 	}
 	return r, nil
 }
@@ -107,10 +136,13 @@ func Open(modelPath string, opt Options) (*Recognizer, error) {
 // pipelineConfig wires pcm -> fbank -> encoder, or pcm -> encoder for
 // raw-waveform models.
 func pipelineConfig(m *model.Manifest, modelPath string, opt Options) runtime.PipelineConfig {
-	encoder := runtime.StepConfig{
-		Name: "encoder", Op: "encoder",
-		Params: map[string]any{"model": modelPath, "threads": opt.Threads, "ort_lib": opt.ORTLib},
+	params := map[string]any{"model": modelPath, "threads": opt.Threads, "ort_lib": opt.ORTLib}
+	for k, v := range map[string]string{"execution_provider": opt.Provider, "ort_cuda_ep": opt.CUDAEP, "fallback": opt.Fallback, "bind": opt.Bind} {
+		if v != "" {
+			params[k] = v
+		}
 	}
+	encoder := runtime.StepConfig{Name: "encoder", Op: "encoder", Params: params}
 	cfg := runtime.PipelineConfig{
 		Inputs:  []runtime.PipelineInput{{Name: "pcm", DType: "f32", Rank: 2}, {Name: "pcm_lengths", DType: "i64", Rank: 1}},
 		Outputs: []string{"log_probs", "frames"},
@@ -136,16 +168,62 @@ func (r *Recognizer) Manifest() *model.Manifest { return r.manifest }
 // Stats describes the last Transcribe or Align.
 func (r *Recognizer) Stats() Stats { return r.stats }
 
-// Close releases the encoder session.
-func (r *Recognizer) Close() error { return r.pipeline.Close() }
+// Close releases the encoder session and the decoding ops.
+func (r *Recognizer) Close() error {
+	err := r.pipeline.Close()
+	if r.dec != nil {
+		err = errors.Join(err, r.dec.close())
+	}
+	return err
+}
 
 // ErrTooShort is returned for audio shorter than one encoder frame.
 var ErrTooShort = errors.New("audio too short")
 
 // Emissions runs the pipeline over pcm (mono, at the model's sample rate)
-// in chunks and returns the stitched log-probs, row-major [T', V].
+// in chunks and returns the stitched log-probs, row-major [T', V], in host
+// memory (downloaded from a device backend).
 func (r *Recognizer) Emissions(ctx context.Context, pcm []float32) ([]float32, int, error) {
+	r.begin(pcm)
+	defer r.end()
+	lp, T, err := r.emissions(ctx, pcm)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !lp.OnHost() {
+		h, err := r.backend.Download(lp)
+		_ = lp.Buffer().Free()
+		if err != nil {
+			return nil, 0, err
+		}
+		lp = h
+	}
+	return lp.F32()[:T*r.manifest.Vocab.Len()], T, nil
+}
+
+// begin resets the statistics for a call over pcm; end completes them.
+func (r *Recognizer) begin(pcm []float32) {
 	r.stats = Stats{Stages: map[string]time.Duration{}, Audio: time.Duration(float64(len(pcm)) / float64(r.manifest.SampleRate) * float64(time.Second))}
+	if c, ok := r.backend.(copyCounter); ok {
+		before := c.Stats()
+		r.stats.Copies = &before
+	}
+}
+
+func (r *Recognizer) end() {
+	if c, ok := r.backend.(copyCounter); ok && r.stats.Copies != nil {
+		d := c.Stats().Since(*r.stats.Copies)
+		r.stats.Copies = &d
+	}
+}
+
+// copyCounter is a backend that counts its host<->device copies (cuda).
+type copyCounter interface{ Stats() runtime.TransferStats }
+
+// emissions returns the stitched log-probs [1, T', V] and T'. One chunk's
+// tensor is returned as the pipeline made it (in device memory on a device
+// backend: the caller frees it); several chunks are stitched in host memory.
+func (r *Recognizer) emissions(ctx context.Context, pcm []float32) (*runtime.Tensor, int, error) {
 	if len(pcm) < 4*r.stride {
 		return nil, 0, fmt.Errorf("%w: %d samples (%v); the model needs at least %d", ErrTooShort, len(pcm), r.stats.Audio, 4*r.stride)
 	}
@@ -159,7 +237,15 @@ func (r *Recognizer) Emissions(ctx context.Context, pcm []float32) ([]float32, i
 			// A tail too short to encode on its own joins this chunk.
 			end, last = len(pcm), true
 		}
-		lp, frames, err := r.encode(ctx, pcm[start:end])
+		if start == 0 && last {
+			lp, frames, err := r.encode(ctx, pcm)
+			if err != nil {
+				return nil, 0, fmt.Errorf("audio %v-%v: %w", r.seconds(start), r.seconds(end), err)
+			}
+			r.stats.Chunks++
+			return lp, frames, nil
+		}
+		lp, frames, err := r.encodeHost(ctx, pcm[start:end])
 		if err != nil {
 			return nil, 0, fmt.Errorf("audio %v-%v: %w", r.seconds(start), r.seconds(end), err)
 		}
@@ -181,15 +267,18 @@ func (r *Recognizer) Emissions(ctx context.Context, pcm []float32) ([]float32, i
 			break
 		}
 	}
-	return out, len(out) / V, nil
+	T := len(out) / V
+	lp, err := runtime.FromSlice(runtime.F32, runtime.Shape{1, T, V}, out)
+	return lp, T, err
 }
 
 func (r *Recognizer) seconds(samples int) time.Duration {
 	return time.Duration(float64(samples) / float64(r.manifest.SampleRate) * float64(time.Second)).Round(time.Millisecond)
 }
 
-// encode runs one chunk through the pipeline and returns its valid frames.
-func (r *Recognizer) encode(ctx context.Context, pcm []float32) ([]float32, int, error) {
+// encode runs one chunk through the pipeline and returns its log-probs
+// [1, T', V] (where the pipeline left them) and its valid frames.
+func (r *Recognizer) encode(ctx context.Context, pcm []float32) (*runtime.Tensor, int, error) {
 	x, err := runtime.FromSlice(runtime.F32, runtime.Shape{1, len(pcm)}, pcm)
 	if err != nil {
 		return nil, 0, err
@@ -205,7 +294,28 @@ func (r *Recognizer) encode(ctx context.Context, pcm []float32) ([]float32, int,
 	r.stats.Transfers.Add(r.pipeline.Stats.Transfers)
 	lp, frames := out["log_probs"], int(out["frames"].I64()[0])
 	if lp.Shape()[2] != r.manifest.Vocab.Len() {
+		if !lp.OnHost() {
+			_ = lp.Buffer().Free()
+		}
 		return nil, 0, fmt.Errorf("the encoder emits %d classes; the vocabulary has %d", lp.Shape()[2], r.manifest.Vocab.Len())
+	}
+	return lp, frames, nil
+}
+
+// encodeHost is encode with the log-probs' valid frames in host memory
+// (downloaded from a device backend), for stitching chunks.
+func (r *Recognizer) encodeHost(ctx context.Context, pcm []float32) ([]float32, int, error) {
+	lp, frames, err := r.encode(ctx, pcm)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !lp.OnHost() {
+		h, err := r.backend.Download(lp)
+		_ = lp.Buffer().Free()
+		if err != nil {
+			return nil, 0, err
+		}
+		lp = h
 	}
 	return lp.F32()[:frames*lp.Shape()[2]], frames, nil
 }
@@ -213,6 +323,9 @@ func (r *Recognizer) encode(ctx context.Context, pcm []float32) ([]float32, int,
 // Transcribe recognises pcm (mono, at the model's sample rate): greedy CTC
 // tokens, force-aligned to the emissions, grouped into words.
 func (r *Recognizer) Transcribe(ctx context.Context, pcm []float32) (*transcript.Transcript, error) {
+	if r.dec != nil {
+		return r.decodeOnDevice(ctx, pcm, nil, 0)
+	}
 	lp, _, err := r.Emissions(ctx, pcm)
 	if err != nil {
 		return nil, err
