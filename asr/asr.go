@@ -335,3 +335,15 @@ func (r *Recognizer) Transcribe(ctx context.Context, pcm []float32) (*transcript
 	r.stats.Stages["decode"] = time.Since(t0)
 	return tr, err
 }
+
+// EncoderFallback is why the encoder runs on the CPU although another
+// execution provider was configured with Fallback "cpu" (nil when it runs
+// where configured).
+func (r *Recognizer) EncoderFallback() error {
+	if st := r.pipeline.Step("encoder"); st != nil {
+		if f, ok := st.Op().(interface{ Fallback() error }); ok {
+			return f.Fallback()
+		}
+	}
+	return nil
+}

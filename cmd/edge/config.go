@@ -15,7 +15,7 @@ import (
 var configKeys = []string{
 	"backend", "config", "ops", "pipeline", "model", "models_dir", "ort_lib", "threads",
 	"format", "out", "in", "set", "preset", "device", "text", "text_file", "stats",
-	"chunk_seconds", "execution_provider", "ort_cuda_ep", "fallback", "progress",
+	"chunk_seconds", "execution_provider", "ort_cuda_ep", "fallback", "bind", "progress",
 	"kernels_fatbin", // EDGE_KERNELS_FATBIN, read by package kernels
 }
 

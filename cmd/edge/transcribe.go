@@ -15,7 +15,9 @@ import (
 
 	"github.com/edgespeech/edge/asr"
 	"github.com/edgespeech/edge/plugins/dpx/transcript"
+	"github.com/edgespeech/edge/runtime"
 	"github.com/edgespeech/edge/runtime/audio"
+	"github.com/edgespeech/edge/runtime/onnx"
 )
 
 const (
@@ -38,8 +40,14 @@ func asrFlags(fs *pflag.FlagSet) {
 	fs.Int("threads", 0, "encoder threads (0: one per core)")
 	fs.String("ort-lib", "", "ONNX Runtime library (default $EDGE_ORT_LIB, then the cache of scripts/fetch-ort.sh)")
 	fs.Float64("chunk-seconds", 30, "longest piece of audio encoded at once; longer audio is chunked with overlap")
-	fs.Bool("stats", false, "print where the time went (JSON) to stderr")
+	fs.Bool("stats", false, "print where the time went and the bytes copied between host and device (JSON) to stderr")
 	fs.String("config", "", "YAML config file (layered: file < EDGE_* env < flags)")
+	fs.String("backend", "cpu", "backend of the frontend and decoding: "+strings.Join(runtime.Backends(), ", ")+
+		" (cuda keeps features and emissions on the GPU)")
+	fs.String("execution-provider", onnx.ProviderCPU, "ONNX Runtime provider of the encoder: cpu or cuda")
+	fs.String("ort-cuda-ep", "", "ONNX Runtime's CUDA plugin EP library, libonnxruntime_providers_cuda.so (default $"+onnx.EnvCUDAEP+")")
+	fs.String("fallback", "", "cpu: run the encoder on the CPU when the CUDA provider cannot be used (default: fail)")
+	fs.String("bind", onnx.BindDevice, "encoder I/O on --backend cuda with --execution-provider cuda: device (zero-copy) or host (round trips, for comparison)")
 }
 
 func formatNames() string {
@@ -57,12 +65,28 @@ func openRecognizer(k *koanf.Koanf, inputs int) (*asr.Recognizer, output, error)
 	if err != nil {
 		return nil, out, err
 	}
+	backend, err := openBackend(k)
+	if err != nil {
+		return nil, out, err
+	}
 	rec, err := asr.Open(modelDir(k.String("model")), asr.Options{
 		ORTLib:       k.String("ort_lib"),
 		Threads:      k.Int("threads"),
 		ChunkSeconds: k.Float64("chunk_seconds"),
+		Backend:      backend,
+		Provider:     k.String("execution_provider"),
+		CUDAEP:       k.String("ort_cuda_ep"),
+		Fallback:     k.String("fallback"),
+		Bind:         k.String("bind"),
 	})
-	return rec, out, err
+	if err != nil {
+		_ = backend.Close()
+		return nil, out, err
+	}
+	if err := rec.EncoderFallback(); err != nil {
+		fmt.Fprintf(os.Stderr, "edge: warning: the encoder runs on the CPU (fallback=cpu): %v\n", err)
+	}
+	return rec, out, nil
 }
 
 // modelDir resolves the model flag: given paths are used as they are; the

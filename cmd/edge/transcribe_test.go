@@ -91,3 +91,25 @@ func TestTranscribeErrors(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "need at least one AUDIO file")
 }
+
+// TestTranscribeProviderFlags: a CUDA provider without its plugin library is
+// an error naming it; --fallback cpu transcribes on the CPU with a warning;
+// --stats prints per-stage times.
+func TestTranscribeProviderFlags(t *testing.T) {
+	t.Setenv("EDGE_ORT_CUDA_EP", "")
+	code, _, stderr := capture(t, "transcribe", "--model", bundledModel, "--execution-provider", "cuda",
+		"--ort-cuda-ep", "/no/such/libonnxruntime_providers_cuda.so", demoClip)
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, stderr, "CUDA execution provider library /no/such/libonnxruntime_providers_cuda.so (from config key ort_cuda_ep)")
+
+	code, out, stderr := capture(t, "transcribe", "--model", bundledModel, "--execution-provider", "cuda",
+		"--ort-cuda-ep", "/no/such/libonnxruntime_providers_cuda.so", "--fallback", "cpu", "--stats", demoClip)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, demoText+"\n", out)
+	assert.Contains(t, stderr, "warning: the encoder runs on the CPU (fallback=cpu)")
+	assert.Contains(t, stderr, `"stages_ns":{`)
+
+	code, _, stderr = capture(t, "transcribe", "--model", bundledModel, "--backend", "tpu", demoClip)
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, stderr, `unknown backend "tpu"`)
+}
