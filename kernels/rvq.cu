@@ -27,9 +27,10 @@
 // except through its own global scratch rows (fp32, L2-resident, read and
 // written once per stage by the same CTA).
 //
-//   * A operand: the residual rounded to bf16 (RN), [BM][Dp] in shared
-//     memory (128-byte XOR swizzle, conflict-free ldmatrix.x4), rebuilt in
-//     the update phase of every stage.
+//   * A operand: the residual rounded to bf16 (RN) in shared memory,
+//     k-chunk-major [Dp/64][BM][64] with the 128-byte XOR swizzle
+//     (conflict-free ldmatrix.x4), rebuilt in the update phase of every
+//     stage.
 //   * B operand: the stage's codebook streamed in N-tiles of BN codewords x
 //     BK = 64 dimensions (128-byte rows, same swizzle) through an S-deep
 //     cp.async ring; the ring runs over the flattened sequence of (stage,
@@ -56,11 +57,17 @@
 //     computes every entry's score with the CPU's formula (dot: fmaf over
 //     d = 0..D-1 from +0, score = hn - dot) and takes the lowest (score,
 //     index): the CPU's answer bit for bit.
-//   * Update: one warp per row: r -= C_j, acc += C_j (fp32, elementwise),
-//     write r to scratch and bf16(r) to the A tile, ||r|| for the next guard.
+//   * Update: warp w owns rows [w*RW, (w+1)*RW) (RW = BM / warps): after
+//     re-scoring its near ties it applies r -= C_j (fp32, elementwise, the
+//     CPU's operation) to all its rows with 16-byte codeword chunks, kU per
+//     lane in flight, writing r to the scratch rows and bf16(r) to the A
+//     tile, ||r||^2 by shared-memory atomics; lane-parallel code stores.
+//   * quantized is written once at the end from the codes (writeQuantized):
+//     each chain's codewords summed in stage order from +0, the second
+//     chain's sum added to the first's, as the CPU does.
 //
 // Shared memory: BM*Dp*2 (A) + S*(BN*64*2 + BN*4) (ring) + WN*BM*12
-// (partials) + BM*8. Registers: MT*NT*4 accumulators + 4*MT + 2*NT fragment
+// (partials) + BM*12 (||r||, ||r||^2, decisions). Registers: MT*NT*4 accumulators + 4*MT + 2*NT fragment
 // registers + 3*2*MT running minima; ptxas -v figures are in the fatbin's
 // ptxas.log (see docs/bench/rvq_gpu.md).
 //
@@ -79,6 +86,7 @@
 namespace rvqk {
 
 constexpr int kBK = 64;        // k-chunk (dimensions) of one ring slot
+constexpr int kU = 4;          // update: 16-byte chunks in flight per lane
 constexpr unsigned kFull = 0xffffffffu;
 
 __device__ __forceinline__ bool rowValid(long long row, long long T, const int* lengths) {
@@ -87,11 +95,16 @@ __device__ __forceinline__ bool rowValid(long long row, long long T, const int* 
   return t < lengths[b];
 }
 
-// swz is the byte offset of 16-byte chunk c of row r in a tile whose rows
-// are rowBytes long (a multiple of 128): chunks XOR-swizzled by r & 7.
-__device__ __forceinline__ uint32_t swz(int r, int c, int rowBytes) {
-  return r * rowBytes + (((c ^ (r & 7)) & 7) | (c & ~7)) * 16;
-}
+// swz is the byte offset of 16-byte chunk c (8 bf16) of row r in a tile of
+// 128-byte rows (64 bf16): chunks XOR-swizzled by r & 7 (the Hopper 128-byte
+// swizzle: conflict-free ldmatrix, and the canonical layout of wgmma's
+// shared-memory operands in 1024-byte aligned 8-row atoms).
+__device__ __forceinline__ uint32_t swz(int r, int c) { return r * 128 + ((c ^ r) & 7) * 16; }
+
+// aOff is the byte offset of chunk c (dimensions 8c..8c+7) of row r in the
+// A tile: k-chunk-major, [Dp/64][BM][64] bf16, each k-chunk a swizzled tile.
+template <int BM>
+__device__ __forceinline__ uint32_t aOff(int r, int c) { return (c >> 3) * (BM * 128) + swz(r, c & 7); }
 
 __device__ __forceinline__ uint32_t smemAddr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -182,7 +195,6 @@ struct Params {
   int* codes;
   float* out;
   float* res;  // scratch [rows][Dp]
-  float* acc;  // scratch [rows][Dp] (second chain of a split)
   int* stats;  // [0]: rows re-scored exactly (counted with atomicAdd)
 };
 
@@ -198,7 +210,7 @@ struct Cfg {
   static_assert(NT % 2 == 0, "NT must be even (ldmatrix.x4 loads two n8 tiles)");
   static_assert(BM % (WM * 16) == 0 && BN % (WN * 16) == 0, "tile shape");
   static size_t shared(long long Dp) {
-    return size_t(BM) * Dp * 2 + size_t(S) * kSlot + size_t(WN) * BM * 12 + size_t(BM) * 8;
+    return size_t(BM) * Dp * 2 + size_t(S) * kSlot + size_t(WN) * BM * 12 + size_t(BM) * 12;
   }
 };
 
@@ -208,17 +220,17 @@ struct Cursor {
 };
 
 template <int BM, int BN, int WM, int WN, int S>
-__device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, long long row0, char* smem, bool firstChain) {
+__device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, long long row0, char* smem) {
   using C = Cfg<BM, BN, WM, WN, S>;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / WN, wn = warp % WN;
   const int Dp = static_cast<int>(p.Dp), D = static_cast<int>(p.D), KC = Dp / kBK;
-  const int rowBytesA = Dp * 2;
   char* sA = smem;
   char* ring = sA + size_t(BM) * Dp * 2;
   float* part = reinterpret_cast<float*>(ring + size_t(S) * C::kSlot);  // [WN][BM][3]
-  float* rnorm = part + WN * BM * 3;                                     // [BM]
-  int* sel = reinterpret_cast<int*>(rnorm + BM);                         // [BM]
+  float* rnorm = part + WN * BM * 3;                                     // [BM] ||r||, -1: invalid row
+  float* rnorm2 = rnorm + BM;                                            // [BM] ||r||^2 partial sums
+  int* sel = reinterpret_cast<int*>(rnorm2 + BM);                        // [BM]
 
   // ---- chain start: r = x for the valid rows; A = bf16(r); ||r||.
   for (int i = warp; i < BM; i += C::kWarps) {
@@ -233,7 +245,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       }
       ss += v0 * v0 + v1 * v1;
       __nv_bfloat162 h = __floats2bfloat162_rn(v0, v1);
-      *reinterpret_cast<__nv_bfloat162*>(sA + swz(i, d / 8, rowBytesA) + (d % 8) * 2) = h;
+      *reinterpret_cast<__nv_bfloat162*>(sA + aOff<BM>(i, d / 8) + (d % 8) * 2) = h;
     }
     for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(kFull, ss, o);
     if (lane == 0) rnorm[i] = ok ? sqrtf(ss) : -1.f;  // -1: row not valid
@@ -260,7 +272,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       for (int c = tid; c < C::kChunksPerSlot; c += C::kThreads) {
         if (c < C::kSlotB / 16) {
           int n = c / 8, k = c % 8;
-          cpAsync16(smemAddr(s + swz(n, k, kBK * 2)), gw + size_t(n) * Dp * 2 + k * 16);
+          cpAsync16(smemAddr(s + swz(n, k)), gw + size_t(n) * Dp * 2 + k * 16);
         } else {
           int h = c - C::kSlotB / 16;
           cpAsync16(smemAddr(s + C::kSlotB + h * 16), gh + h * 16);
@@ -272,6 +284,12 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   };
   for (int s = 0; s < S - 1; s++) issue(s);
 
+  // ldmatrix lane addresses: A rows wm*(BM/WM) + m*16 + (lane & 15); B rows
+  // (codewords) wn*(BN/WN) + n*8 + (lane >> 4)*8 + (lane & 7).
+  const uint32_t aBase = smemAddr(sA) + (wm * (BM / WM) + (lane & 15)) * 128;
+  constexpr uint32_t aStep = 16 * 128;
+  const uint32_t ringAddr = smemAddr(ring);
+  const uint32_t bBase = (wn * (BN / WN) + (lane >> 4) * 8 + (lane & 7)) * (kBK * 2);
   float accum[C::MT][C::NT][4];
   Best best[C::MT][2];
   int slot = 0;
@@ -295,22 +313,20 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
         cpWait<S - 2>();
         __syncthreads();
         issue((slot + S - 1) % S);
-        const char* sB = ring + size_t(slot) * C::kSlot;
+        const uint32_t aAddr = aBase + kc * (BM * 128), bAddr = ringAddr + slot * C::kSlot + bBase;
 #pragma unroll
         for (int ks = 0; ks < kBK / 16; ks++) {
+          // chunk (ks*2 + half) of the row, XOR-swizzled by the row's low 3
+          // bits, which are lane & 7 for both operands.
+          const uint32_t aK = ((ks * 2 + (lane >> 4)) ^ (lane & 7)) * 16;
+          const uint32_t bK = ((ks * 2 + ((lane >> 3) & 1)) ^ (lane & 7)) * 16;
           uint32_t a[C::MT][4];
 #pragma unroll
-          for (int m = 0; m < C::MT; m++) {
-            int r = wm * (BM / WM) + m * 16 + (lane & 15);
-            int c = kc * (kBK / 8) + ks * 2 + (lane >> 4);
-            ldsm4(smemAddr(sA + swz(r, c, rowBytesA)), a[m][0], a[m][1], a[m][2], a[m][3]);
-          }
+          for (int m = 0; m < C::MT; m++) ldsm4(aAddr + m * aStep + aK, a[m][0], a[m][1], a[m][2], a[m][3]);
 #pragma unroll
           for (int n = 0; n < C::NT; n += 2) {
             uint32_t b0, b1, b2, b3;
-            int r = wn * (BN / WN) + n * 8 + (lane >> 4) * 8 + (lane & 7);
-            int c = ks * 2 + ((lane >> 3) & 1);
-            ldsm4(smemAddr(sB + swz(r, c, kBK * 2)), b0, b1, b2, b3);
+            ldsm4(bAddr + n * 8 * (kBK * 2) + bK, b0, b1, b2, b3);
 #pragma unroll
             for (int m = 0; m < C::MT; m++) {
               mma16816(accum[m][n], a[m], b0, b1);
@@ -318,6 +334,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
             }
           }
         }
+        const char* sB = ring + size_t(slot) * C::kSlot;
         if (kc == KC - 1) {  // epilogue of this N-tile: fold the scores
           const float* sh = reinterpret_cast<const float*>(sB + C::kSlotB);
 #pragma unroll
@@ -374,75 +391,138 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       sel[r] = (rnorm[r] < 0.f) ? -1 : (b.b2 - b.b1 > bound ? -1 - b.i1 : b.i1);
     }
     __syncthreads();
-    // ---- update: one warp per row (exact re-score of near ties first).
-    for (int i = warp; i < BM; i += C::kWarps) {
-      int s = sel[i];
-      if (s == -1 && rnorm[i] < 0.f) continue;  // invalid row
-      long long row = row0 + i;
-      const float* src = (q == q0) ? p.x + row * D : p.res + row * Dp;
-      int j;
-      if (s >= 0) {  // near tie: the CPU's scores, lowest (score, index)
-        float bs = INFINITY;
-        int bj = 0x7fffffff;
-        for (int e = lane; e < K; e += 32) {
-          float sc = exactScore(src, p.words + size_t(off + e) * Dp, D, p.hn[off + e]);
-          if (sc < bs) {
-            bs = sc;
-            bj = e;
-          }
+    // ---- update. Warp w owns rows [w*RW, (w+1)*RW): first the exact
+    // re-score of its near ties, then r -= C_j for all its rows at once,
+    // 8 values (16 bytes of codeword) per lane and kU chunks in flight.
+    constexpr int RW = BM / C::kWarps;
+    const int i0 = warp * RW;
+    const bool first = q == q0;
+    for (int ii = 0; ii < RW; ii++) {
+      const int i = i0 + ii, s = sel[i];
+      if (s < 0) continue;  // decided (or an invalid row)
+      const float* src = first ? p.x + (row0 + i) * D : p.res + (row0 + i) * Dp;
+      float bs = INFINITY;
+      int bj = 0x7fffffff;
+      for (int e = lane; e < K; e += 32) {
+        float sc = exactScore(src, p.words + size_t(off + e) * Dp, D, p.hn[off + e]);
+        if (sc < bs) {
+          bs = sc;
+          bj = e;
         }
-        for (int o = 16; o > 0; o >>= 1) {
-          float os = __shfl_xor_sync(kFull, bs, o);
-          int oj = __shfl_xor_sync(kFull, bj, o);
-          if (os < bs || (os == bs && oj < bj)) {
-            bs = os;
-            bj = oj;
-          }
+      }
+      for (int o = 16; o > 0; o >>= 1) {
+        float os = __shfl_xor_sync(kFull, bs, o);
+        int oj = __shfl_xor_sync(kFull, bj, o);
+        if (os < bs || (os == bs && oj < bj)) {
+          bs = os;
+          bj = oj;
         }
-        j = bj;
-        if (lane == 0 && p.stats) atomicAdd(p.stats, 1);
-      } else {
-        j = -1 - s;
       }
       // Non-finite x (reported by rvq_check and the host) can leave no
       // winner: keep the gather in bounds.
-      if (j < 0 || j >= K) j = 0;
-      const uint16_t* w = p.words + size_t(off + j) * Dp;
-      float* accRow = firstChain ? p.out + row * D : p.acc + row * Dp;
-      float ss = 0.f;
-      for (int d = lane * 2; d < Dp; d += 64) {
-        float r0 = 0.f, r1 = 0.f;
-        if (d < D) {
-          float v = bf(w[d]);
-          r0 = src[d] - v;
-          p.res[row * Dp + d] = r0;
-          accRow[d] = (q == q0 ? 0.f : accRow[d]) + v;
-        }
-        if (d + 1 < D) {
-          float v = bf(w[d + 1]);
-          r1 = src[d + 1] - v;
-          p.res[row * Dp + d + 1] = r1;
-          accRow[d + 1] = (q == q0 ? 0.f : accRow[d + 1]) + v;
-        }
-        ss += r0 * r0 + r1 * r1;
-        *reinterpret_cast<__nv_bfloat162*>(sA + swz(i, d / 8, rowBytesA) + (d % 8) * 2) = __floats2bfloat162_rn(r0, r1);
-      }
-      for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(kFull, ss, o);
+      if (bj < 0 || bj >= K) bj = 0;
       if (lane == 0) {
-        rnorm[i] = sqrtf(ss);
-        p.codes[row * p.Q + q] = j;
+        sel[i] = -1 - bj;
+        if (p.stats) atomicAdd(p.stats, 1);
+      }
+    }
+    for (int ii = lane; ii < RW; ii += 32) rnorm2[i0 + ii] = 0.f;
+    __syncwarp();
+    const int cpr = Dp / 8;  // 16-byte codeword chunks per row
+    for (int base = 0; base < RW * cpr; base += 32 * kU) {
+      uint4 cw[kU];
+      float rv[kU][8];
+#pragma unroll
+      for (int u = 0; u < kU; u++) {
+        const int c = base + u * 32 + lane, i = i0 + c / cpr, k = c % cpr;
+        if (c < RW * cpr && rnorm[i] >= 0.f) {
+          int jj = -1 - sel[i];
+          jj = (jj < 0 || jj >= K) ? 0 : jj;
+          cw[u] = __ldg(reinterpret_cast<const uint4*>(p.words + (size_t(off) + jj) * Dp) + k);
+          if (first) {
+            const float* xr = p.x + (row0 + i) * D + k * 8;
+#pragma unroll
+            for (int v = 0; v < 8; v++) rv[u][v] = (k * 8 + v < D) ? xr[v] : 0.f;
+          } else {
+            const float4* rr = reinterpret_cast<const float4*>(p.res + (row0 + i) * Dp) + 2 * k;
+            float4 a = rr[0], b = rr[1];
+            rv[u][0] = a.x, rv[u][1] = a.y, rv[u][2] = a.z, rv[u][3] = a.w;
+            rv[u][4] = b.x, rv[u][5] = b.y, rv[u][6] = b.z, rv[u][7] = b.w;
+          }
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kU; u++) {
+        const int c = base + u * 32 + lane, i = i0 + c / cpr, k = c % cpr;
+        if (c < RW * cpr && rnorm[i] >= 0.f) {
+          const uint32_t w4[4] = {cw[u].x, cw[u].y, cw[u].z, cw[u].w};
+          float r[8];
+          uint32_t h[4];
+          float ss = 0.f;
+#pragma unroll
+          for (int v = 0; v < 4; v++) {
+            r[2 * v] = rv[u][2 * v] - __uint_as_float(w4[v] << 16);
+            r[2 * v + 1] = rv[u][2 * v + 1] - __uint_as_float(w4[v] & 0xffff0000u);
+            ss += r[2 * v] * r[2 * v] + r[2 * v + 1] * r[2 * v + 1];
+            __nv_bfloat162 hb = __floats2bfloat162_rn(r[2 * v], r[2 * v + 1]);
+            h[v] = *reinterpret_cast<uint32_t*>(&hb);
+          }
+          float4* rr = reinterpret_cast<float4*>(p.res + (row0 + i) * Dp) + 2 * k;
+          rr[0] = make_float4(r[0], r[1], r[2], r[3]);
+          rr[1] = make_float4(r[4], r[5], r[6], r[7]);
+          *reinterpret_cast<uint4*>(sA + aOff<BM>(i, k)) = make_uint4(h[0], h[1], h[2], h[3]);
+          atomicAdd(&rnorm2[i], ss);
+        }
+      }
+    }
+    __syncwarp();
+    for (int ii = lane; ii < RW; ii += 32) {
+      const int i = i0 + ii;
+      if (rnorm[i] >= 0.f) {
+        rnorm[i] = sqrtf(rnorm2[i]);
+        p.codes[(row0 + i) * p.Q + q] = -1 - sel[i];
       }
     }
   }
   cpWait<0>();
   __syncthreads();
-  // second chain: quantized = first chain's sum + this chain's sum.
-  if (!firstChain) {
-    for (int i = warp; i < BM; i += C::kWarps) {
-      long long row = row0 + i;
-      if (rnorm[i] < 0.f) continue;
-      for (int d = lane; d < D; d += 32) p.out[row * D + d] += p.acc[row * Dp + d];
+}
+
+// writeQuantized writes the CTA's valid rows of quantized from their codes:
+// each chain's codewords summed in stage order from +0, then the second
+// chain's sum added to the first's: the CPU's operations in its order.
+// Thread per 8-value chunk of a row.
+template <int BM>
+__device__ __forceinline__ void writeQuantized(const Params& p, long long row0) {
+  const int Dp = static_cast<int>(p.Dp), D = static_cast<int>(p.D), Q = static_cast<int>(p.Q);
+  const int split = static_cast<int>(p.split), cpr = Dp / 8;
+  for (int c = threadIdx.x; c < BM * cpr; c += blockDim.x) {
+    const int i = c / cpr, k = c % cpr;
+    const long long row = row0 + i;
+    if (row >= p.rows || !rowValid(row, p.T, p.lengths)) continue;
+    float tot[8], a[8];
+    for (int ch = 0; ch < (split > 0 ? 2 : 1); ch++) {
+      const int lo = ch == 0 ? 0 : split, hi = (ch == 0 && split > 0) ? split : Q;
+#pragma unroll
+      for (int v = 0; v < 8; v++) a[v] = 0.f;
+#pragma unroll 4
+      for (int q = lo; q < hi; q++) {
+        const int j = p.codes[row * Q + q];
+        const uint4 w = __ldg(reinterpret_cast<const uint4*>(p.words + (size_t(p.meta[q * 4]) + j) * Dp) + k);
+        const uint32_t w4[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+        for (int v = 0; v < 4; v++) {
+          a[2 * v] += __uint_as_float(w4[v] << 16);
+          a[2 * v + 1] += __uint_as_float(w4[v] & 0xffff0000u);
+        }
+      }
+#pragma unroll
+      for (int v = 0; v < 8; v++) tot[v] = ch == 0 ? a[v] : tot[v] + a[v];
     }
+    float* o = p.out + row * D + k * 8;
+#pragma unroll
+    for (int v = 0; v < 8; v++)
+      if (k * 8 + v < D) o[v] = tot[v];
   }
 }
 
@@ -463,11 +543,12 @@ __device__ __forceinline__ void encode(const Params& p) {
   writePadding(p, row0, BM);
   int split = static_cast<int>(p.split), Q = static_cast<int>(p.Q);
   if (split == 0) {
-    encodeChain<BM, BN, WM, WN, S>(p, 0, Q, row0, smem, true);
+    encodeChain<BM, BN, WM, WN, S>(p, 0, Q, row0, smem);
   } else {
-    encodeChain<BM, BN, WM, WN, S>(p, 0, split, row0, smem, true);
-    encodeChain<BM, BN, WM, WN, S>(p, split, Q, row0, smem, false);
+    encodeChain<BM, BN, WM, WN, S>(p, 0, split, row0, smem);
+    encodeChain<BM, BN, WM, WN, S>(p, split, Q, row0, smem);
   }
+  writeQuantized<BM>(p, row0);
 }
 
 }  // namespace rvqk
@@ -475,9 +556,9 @@ __device__ __forceinline__ void encode(const Params& p) {
 #define RVQ_ENCODE_ARGS                                                                                         \
   const float *x, const int *lengths, long long rows, long long T, long long D, long long Dp, long long Q,       \
       long long split, const uint16_t *words, const float *hn, const int *meta, int *codes, float *out,          \
-      float *res, float *acc, int *stats
+      float *res, int *stats
 #define RVQ_PARAMS \
-  rvqk::Params { x, lengths, rows, T, D, Dp, Q, split, words, hn, meta, codes, out, res, acc, stats }
+  rvqk::Params { x, lengths, rows, T, D, Dp, Q, split, words, hn, meta, codes, out, res, stats }
 
 // Variants (BM, BN, WM x WN warps, ring depth S); the Go launcher picks one
 // per D (shared memory) and $EDGE_RVQ_VARIANT overrides it for sweeps.

@@ -55,7 +55,7 @@ func (v variant) threads() int { return 32 * v.wm * v.wn }
 // shared is its dynamic shared memory for rows of dp values (mirrors
 // rvqk::Cfg::shared).
 func (v variant) shared(dp int) int {
-	return v.bm*dp*2 + v.stage*(v.bn*dimAlign*2+v.bn*4) + v.wn*v.bm*12 + v.bm*8
+	return v.bm*dp*2 + v.stage*(v.bn*dimAlign*2+v.bn*4) + v.wn*v.bm*12 + v.bm*12
 }
 
 // variants in order of preference: Encode takes the first whose shared
@@ -299,7 +299,7 @@ func (dc *DeviceCodebooks) Encode(x cuda.DevicePtr, bt Batch, codes, quantized c
 		var v variant
 		var k *cuda.Kernel
 		if v, k, err = dc.pick(); err == nil {
-			err = dc.launchFused(v, k, x, bt, lengths, res.Ptr(), acc, codes, quantized, stats)
+			err = dc.launchFused(v, k, x, bt, lengths, res.Ptr(), codes, quantized, stats)
 		}
 	}
 	if err != nil {
@@ -316,11 +316,11 @@ func (dc *DeviceCodebooks) Encode(x cuda.DevicePtr, bt Batch, codes, quantized c
 }
 
 // launchFused queues the fused encoder.
-func (dc *DeviceCodebooks) launchFused(v variant, k *cuda.Kernel, x cuda.DevicePtr, bt Batch, lengths, res, acc, codes, quantized, stats cuda.DevicePtr) error {
+func (dc *DeviceCodebooks) launchFused(v variant, k *cuda.Kernel, x cuda.DevicePtr, bt Batch, lengths, res, codes, quantized, stats cuda.DevicePtr) error {
 	c := dc.c
 	rows := bt.B * bt.T
 	return k.Launch(cuda.Dim3{X: (rows + v.bm - 1) / v.bm, Y: 1, Z: 1}, cuda.Dim3{X: v.threads(), Y: 1, Z: 1}, v.shared(dc.dp),
-		x, lengths, rows, bt.T, c.dim, dc.dp, len(c.stages), c.split, dc.words, dc.hn, dc.meta, codes, quantized, res, acc, stats)
+		x, lengths, rows, bt.T, c.dim, dc.dp, len(c.stages), c.split, dc.words, dc.hn, dc.meta, codes, quantized, res, stats)
 }
 
 // encodeSmall queues the small-batch path: per stage, every entry of the
