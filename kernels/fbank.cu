@@ -49,6 +49,79 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
+#ifndef FBANK_MEL_TC
+#define FBANK_MEL_TC 0
+#endif
+
+#if FBANK_MEL_TC
+__device__ __forceinline__ unsigned tf32_bits(float x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+
+// c += A·B for one m16n8k8 TF32 tile (fp32 accumulate).
+__device__ __forceinline__ void mma_tf32(float* c, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
+                                         unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// mel_tc is the tensor-core mel projection (build flag FBANK_MEL_TC=1; the
+// default build uses fbank::mel4): the step's R power rows (row r at
+// P + r·pitchP, bins 0..H) times the filterbank, as mma.sync m16n8k8 TF32
+// in 3xTF32 (a_lo·b_hi + a_hi·b_lo + a_hi·b_hi, ~float32 accuracy). Warp w
+// takes the 8-filter tiles w, w+W, ... for each block of 16 rows; a tile
+// runs only over the k-steps its bands cover (mel_tiles[j] = first
+// fragment, k-steps, first k/8; mel_frag: the B fragments as (b0 hi, b1 hi,
+// b0 lo, b1 lo) per lane, packed by plugins/fbank's melTiles). Lane (g, t)
+// = (lane/4, lane%4) loads A[g|g+8][k0+t|k0+t+4] (0 past bin H). Rows
+// r < valid get y = log2(max(mel + guard, floor))·scale in stage[r·pitch +
+// m]; returns the lane's maximum y.
+__device__ float mel_tc(const float* P, int pitchP, int rows, int valid, int H, const float4* __restrict__ frag,
+                        const int4* __restrict__ tiles, int M, float guard, float floor_, float scale, float* stage,
+                        int pitch, int warp, int W, int lane) {
+  const int g = lane >> 2, t = lane & 3;
+  float mx = -INFINITY;
+  for (int rb = 0; rb < rows; rb += 16) {
+    const float* p0 = P + (rb + g) * pitchP;
+    const float* p1 = p0 + 8 * pitchP;
+    for (int j = warp; j < (M + 7) / 8; j += W) {
+      const int4 tl = tiles[j];
+      float c[4] = {0.f, 0.f, 0.f, 0.f};
+      for (int s = 0; s < tl.y; s++) {
+        const int ka = 8 * (tl.z + s) + t, kb = ka + 4;
+        const float a[4] = {ka <= H ? p0[ka] : 0.f, ka <= H ? p1[ka] : 0.f, kb <= H ? p0[kb] : 0.f,
+                            kb <= H ? p1[kb] : 0.f};
+        unsigned hi[4], lo[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+          hi[i] = tf32_bits(a[i]);
+          lo[i] = tf32_bits(a[i] - __uint_as_float(hi[i]));
+        }
+        const float4 bf = __ldg(frag + (tl.x + s) * kWarp + lane);
+        const unsigned bh0 = __float_as_uint(bf.x), bh1 = __float_as_uint(bf.y);
+        mma_tf32(c, lo[0], lo[1], lo[2], lo[3], bh0, bh1);
+        mma_tf32(c, hi[0], hi[1], hi[2], hi[3], __float_as_uint(bf.z), __float_as_uint(bf.w));
+        mma_tf32(c, hi[0], hi[1], hi[2], hi[3], bh0, bh1);
+      }
+#pragma unroll
+      for (int i = 0; i < 4; i++) {
+        const int r = rb + g + 8 * (i >> 1), m = 8 * j + 2 * t + (i & 1);
+        if (r < valid && m < M) {
+          const float y = fbank::log2_approx(fmaxf(c[i] + guard, floor_)) * scale;
+          stage[r * pitch + m] = y;
+          mx = fmaxf(mx, y);
+        }
+      }
+    }
+  }
+  return mx;
+}
+#endif
+
 // logmel is tile (x, b) of fbank_logmel_n{N} and fbank_fused_n{N}.
 //
 // Grid (ceil(T / F), B) (unfused), block W·32 threads (W = 4 or 8 warps), R = 4·W rows
@@ -88,7 +161,8 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
                        long long frames, long long hop, long long pad, long long reflect, double preemph,
                        double guard, double floor_, double scale, long long layout, long long steps,
                        float* __restrict__ out, void* __restrict__ partial, long long stats,
-                       unsigned long long* __restrict__ bad, long long x, long long b, long long G) {
+                       unsigned long long* __restrict__ bad, const float4* __restrict__ mel_frag,
+                       const int4* __restrict__ mel_tiles, long long x, long long b, long long G) {
   using Fr = fbank::Frame<N>;
   extern __shared__ float2 smem[];
   const int W = blockDim.x / kWarp, threads = blockDim.x;
@@ -151,11 +225,19 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
       pr.compute(Tg, twN, n1);
       __syncwarp();
       pr.store(reinterpret_cast<float*>(Tg), n1);
+#if FBANK_MEL_TC
+    }
+    __syncthreads();  // every frame's power row
+    const int valid = (int)max(0LL, min((long long)R, it.computed - ts));
+    mx = fmaxf(mx, mel_tc(reinterpret_cast<const float*>(smem), 2 * Fr::S, R, valid, Fr::H, mel_frag, mel_tiles, M,
+                          gd, fl, sc, stage, pitch, warp, W, lane));
+#else
       __syncwarp();
       float m = fbank::mel4(reinterpret_cast<const float*>(T), 2 * Fr::S, nact, bands, weights, M, gd, fl, sc,
                             stage + r0 * pitch, pitch, lane);
       mx = fmaxf(mx, m);
     }
+#endif
     __syncthreads();  // the step's rows are staged; the frame buffers are free again
 
     // Write the step's rows [ts, ts + rows) in the output layout.
@@ -211,10 +293,11 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
       const Band *bands, const float *weights, long long shared_w, long long n_mels, long long frames, long long hop, \
       long long pad, \
       long long reflect, double preemph, double guard, double floor_, double scale, long long layout,         \
-      long long steps, float *out, void *partial, long long stats, unsigned long long *bad
+      long long steps, float *out, void *partial, long long stats, unsigned long long *bad, const float4 *mel_frag, \
+      const int4 *mel_tiles
 #define FBANK_LOGMEL_CALL                                                                                     \
   pcm, pcm_stride, items, window, twN, bands, weights, shared_w, n_mels, frames, hop, pad, reflect, preemph, guard, floor_, \
-      scale, layout, steps, out, partial, stats, bad
+      scale, layout, steps, out, partial, stats, bad, mel_frag, mel_tiles
 
 extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n400(FBANK_LOGMEL_ARGS) {
   logmel<400>(FBANK_LOGMEL_CALL, blockIdx.x, blockIdx.y, gridDim.x);

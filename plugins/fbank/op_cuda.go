@@ -61,9 +61,10 @@ type cudaOp struct {
 	logmel, fused, stats, norm *cuda.Kernel
 	// unfused runs logmel, stats and normalize as three launches instead
 	// of fbank_fused (tests and benchmarks compare both).
-	unfused         bool
-	window, twiddle *cuda.Buffer
-	bands, weights  *cuda.Buffer
+	unfused           bool
+	window, twiddle   *cuda.Buffer
+	bands, weights    *cuda.Buffer
+	melFrag, melTiles *cuda.Buffer // the filterbank for FBANK_MEL_TC builds (cuda_mel.go)
 
 	// sharedW is the number of filterbank weights fbank_logmel copies to
 	// shared memory with the bands (0: it reads them from global memory).
@@ -212,12 +213,15 @@ func (o *cudaOp) uploadTables() error {
 	upload(&o.twiddle, cuda.Bytes(tw))
 	upload(&o.bands, cuda.Bytes(bands))
 	upload(&o.weights, cuda.Bytes(w))
+	frags, tiles := melTiles(bk)
+	upload(&o.melFrag, cuda.Bytes(append(frags, 0, 0, 0, 0)))
+	upload(&o.melTiles, cuda.Bytes(tiles))
 	return err
 }
 
 // Close returns the op's device tables to the backend's pool.
 func (o *cudaOp) Close() error {
-	for _, b := range []*cuda.Buffer{o.window, o.twiddle, o.bands, o.weights} {
+	for _, b := range []*cuda.Buffer{o.window, o.twiddle, o.bands, o.weights, o.melFrag, o.melTiles} {
 		if b != nil {
 			_ = b.Free()
 		}
@@ -394,7 +398,7 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	}
 	args := []any{pcm, stride, itemsBuf, o.window, o.twiddle, o.bands, o.weights, o.sharedW, c.NumMels, frames,
 		c.HopLength, o.fe.pad, reflect, c.PreEmphasis, o.guard, o.floor, o.lg2, layout, geom.steps,
-		out, partial, o.statsMode, bad}
+		out, partial, o.statsMode, bad, o.melFrag, o.melTiles}
 	block := cuda.Dim3{X: 32 * geom.warps, Y: 1, Z: 1}
 	if o.statsMode == statsNone {
 		return bad, o.logmel.Launch(cuda.Dim3{X: groups, Y: batch, Z: 1}, block, o.shared(geom), args...)

@@ -1,0 +1,90 @@
+package fbank
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTF32(t *testing.T) {
+	for _, tc := range []struct{ in, want float32 }{
+		{1, 1},
+		{1 + 1.0/2048, 1 + 1.0/1024}, // half an ulp of TF32 rounds away from zero
+		{1 + 1.0/4096, 1},
+		{-(1 + 1.0/2048), -(1 + 1.0/1024)},
+		{float32(math.Inf(1)), float32(math.Inf(1))},
+	} {
+		assert.Equal(t, tc.want, tf32(tc.in), "tf32(%v)", tc.in)
+	}
+	assert.True(t, math.IsNaN(float64(tf32(float32(math.NaN())))))
+}
+
+// TestMelTiles replays the tensor-core mel of fbank.cu (FBANK_MEL_TC) on the
+// host: the m16n8k8 fragments of melTiles, accumulated in 3xTF32 as the
+// kernel does, against the sparse filterbank in float64.
+func TestMelTiles(t *testing.T) {
+	for _, preset := range []string{"whisper-128", "whisper-80", "parakeet-128", "nemo-legacy-128"} {
+		t.Run(preset, func(t *testing.T) {
+			cfg, err := Preset(preset)
+			require.NoError(t, err)
+			fe, err := NewFrontend(cfg)
+			require.NoError(t, err)
+			bank := &fe.bank
+			frags, tiles := melTiles(bank)
+			nFreq := bank.nFreq
+			rng := rand.New(rand.NewPCG(1, 2))
+			const rows = 16
+			power := make([][]float32, rows)
+			for f := range power {
+				power[f] = make([]float32, nFreq)
+				for k := range power[f] {
+					power[f][k] = float32(math.Exp(10 * rng.NormFloat64()))
+				}
+			}
+			steps := 0
+			for j := 0; j < len(tiles)/4; j++ {
+				first, n, s0 := int(tiles[4*j]), int(tiles[4*j+1]), int(tiles[4*j+2])
+				steps += n
+				var c [rows][8]float64
+				for s := range n {
+					k0 := 8 * (s0 + s)
+					for l := range 32 {
+						g, tt := l/4, l%4
+						fr := frags[((first+s)*32+l)*4:][:4]
+						for r := range rows {
+							for i, k := range []int{k0 + tt, k0 + tt + 4} {
+								if k >= nFreq {
+									continue
+								}
+								a := power[r][k]
+								ah := tf32(a)
+								al := tf32(a - ah)
+								c[r][g] += float64(ah)*float64(fr[i]) + float64(ah)*float64(fr[2+i]) + float64(al)*float64(fr[i])
+							}
+						}
+					}
+				}
+				for g := range 8 {
+					m := 8*j + g
+					if m >= bank.nMels {
+						continue
+					}
+					for r := range rows {
+						want := 0.0
+						for i := bank.off[m]; i < bank.off[m+1]; i++ {
+							want += bank.w[i] * float64(power[r][bank.start[m]+i-bank.off[m]])
+						}
+						require.InDelta(t, want, c[r][g], 1e-6*want, "frame %d filter %d", r, m)
+					}
+				}
+			}
+			// Block-sparse: far fewer k-steps than the dense product.
+			dense := (len(tiles) / 4) * ceilDiv(nFreq, 8)
+			t.Logf("%s: %d of %d dense k-steps", preset, steps, dense)
+			assert.Less(t, steps, dense/3)
+		})
+	}
+}
