@@ -228,7 +228,11 @@ func (r *Recognizer) emissions(ctx context.Context, pcm []float32) (*runtime.Ten
 		return nil, 0, fmt.Errorf("%w: %d samples (%v); the model needs at least %d", ErrTooShort, len(pcm), r.stats.Audio, 4*r.stride)
 	}
 	V := r.manifest.Vocab.Len()
-	var out []float32
+	var st stitcher = &hostStitcher{backend: r.backend, V: V}
+	if dc, ok := r.backend.(deviceCopier); ok {
+		st = &deviceStitcher{backend: dc, V: V}
+	}
+	defer st.discard()
 	step := r.chunk - r.overlap
 	for start := 0; ; start += step {
 		end := min(start+r.chunk, len(pcm))
@@ -237,17 +241,13 @@ func (r *Recognizer) emissions(ctx context.Context, pcm []float32) (*runtime.Ten
 			// A tail too short to encode on its own joins this chunk.
 			end, last = len(pcm), true
 		}
-		if start == 0 && last {
-			lp, frames, err := r.encode(ctx, pcm)
-			if err != nil {
-				return nil, 0, fmt.Errorf("audio %v-%v: %w", r.seconds(start), r.seconds(end), err)
-			}
-			r.stats.Chunks++
-			return lp, frames, nil
-		}
-		lp, frames, err := r.encodeHost(ctx, pcm[start:end])
+		lp, frames, err := r.encode(ctx, pcm[start:end])
 		if err != nil {
 			return nil, 0, fmt.Errorf("audio %v-%v: %w", r.seconds(start), r.seconds(end), err)
+		}
+		r.stats.Chunks++
+		if start == 0 && last {
+			return lp, frames, nil // one chunk: as the pipeline made it
 		}
 		// Keep local frames [lo, hi): from the middle of the overlap with the
 		// previous chunk to the middle of the overlap with the next.
@@ -258,18 +258,19 @@ func (r *Recognizer) emissions(ctx context.Context, pcm []float32) (*runtime.Ten
 		if !last {
 			hi = min(frames, (r.chunk-r.overlap/2)/r.stride)
 		}
-		if got, want := len(out)/V, start/r.stride+lo; got != want {
+		if got, want := st.frames(), start/r.stride+lo; got != want {
+			freeDevice(lp)
 			return nil, 0, fmt.Errorf("stitching chunks: have %d frames, the chunk at %v starts at frame %d (the model's frame_stride does not match its output)", got, r.seconds(start), want)
 		}
-		out = append(out, lp[lo*V:hi*V]...)
-		r.stats.Chunks++
+		if err := st.add(lp, lo, hi); err != nil {
+			return nil, 0, err
+		}
 		if last {
 			break
 		}
 	}
-	T := len(out) / V
-	lp, err := runtime.FromSlice(runtime.F32, runtime.Shape{1, T, V}, out)
-	return lp, T, err
+	lp, err := st.result()
+	return lp, st.frames(), err
 }
 
 func (r *Recognizer) seconds(samples int) time.Duration {
@@ -300,24 +301,6 @@ func (r *Recognizer) encode(ctx context.Context, pcm []float32) (*runtime.Tensor
 		return nil, 0, fmt.Errorf("the encoder emits %d classes; the vocabulary has %d", lp.Shape()[2], r.manifest.Vocab.Len())
 	}
 	return lp, frames, nil
-}
-
-// encodeHost is encode with the log-probs' valid frames in host memory
-// (downloaded from a device backend), for stitching chunks.
-func (r *Recognizer) encodeHost(ctx context.Context, pcm []float32) ([]float32, int, error) {
-	lp, frames, err := r.encode(ctx, pcm)
-	if err != nil {
-		return nil, 0, err
-	}
-	if !lp.OnHost() {
-		h, err := r.backend.Download(lp)
-		_ = lp.Buffer().Free()
-		if err != nil {
-			return nil, 0, err
-		}
-		lp = h
-	}
-	return lp.F32()[:frames*lp.Shape()[2]], frames, nil
 }
 
 // Transcribe recognises pcm (mono, at the model's sample rate): greedy CTC

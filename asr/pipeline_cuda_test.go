@@ -237,3 +237,34 @@ func modelName(tb testing.TB, path string) string {
 	require.NoError(tb, err)
 	return m.Name
 }
+
+// TestCUDALongAudio: audio over several chunks is stitched on the device
+// (device-to-device copies) and gives the CPU pipeline's words; still only
+// the PCM goes up as a placement copy.
+func TestCUDALongAudio(t *testing.T) {
+	be := cudaBackend(t)
+	opt := Options{ChunkSeconds: 10, OverlapSeconds: 2}
+	cpu, err := Open(defaultModel, opt)
+	require.NoError(t, err)
+	defer cpu.Close()
+	opt.Backend, opt.Provider = be, "cuda"
+	gpu, err := Open(defaultModel, opt)
+	require.NoError(t, err)
+	defer gpu.Close()
+	x, _ := loadTruth(t, "demo")
+	var pcm []float32
+	for range 5 {
+		pcm = append(pcm, x...)
+	}
+	want, err := cpu.Transcribe(context.Background(), pcm)
+	require.NoError(t, err)
+	got, err := gpu.Transcribe(context.Background(), pcm)
+	require.NoError(t, err)
+	assert.Equal(t, want.Text, got.Text)
+	assert.Greater(t, gpu.Stats().Chunks, 3)
+	st := gpu.Stats()
+	assert.Equal(t, st.Chunks, st.Transfers.HostToDevice, "one PCM upload per chunk")
+	assert.Equal(t, 0, st.Transfers.DeviceToHost)
+	T := int(got.Duration / (20 * time.Millisecond))
+	assert.Less(t, st.Copies.DeviceToHostBytes, int64(4*T*29), "less than one emission matrix came down")
+}
