@@ -377,48 +377,73 @@ extern "C" __global__ void fbank_stats(const Item* items, const void* partial, l
   store_moments(s, s2, (double)items[b].computed, eps, moments + (b * n_mels + m) * 2);
 }
 
-// normalize_span normalises elements [lo, hi) of item b's features in place
-// (element idx = m·T + t for mel_time, t·M + m for time_mel), the block's
-// threads striding by blockDim.x (coalesced). Element (m, t), t < computed:
+// norm1 is the normalisation of element (m, t) with value y, t < computed:
 //   kStatsMax:     y = (max(y, floor[b]) + 4) / 4
 //   kStatsMoments: y = (float)((y - mean[b,m]) · inv[b,m])   (float64 math)
-// Frames t >= computed were written as 0 by fbank_logmel and stay 0. Loads
-// bypass L1 (__ldcg): in fbank_fused other blocks wrote these lines during
-// this launch, and L1 is not coherent.
+// Frames t >= computed were written as 0 by fbank_logmel and stay 0.
+__device__ __forceinline__ float norm1(float y, unsigned m, unsigned t, long long computed, long long stats, float fl,
+                                       const double* mom) {
+  if (t >= computed) return y;
+  if (stats == kStatsMax) return (fmaxf(y, fl) + 4.f) / 4.f;
+  return (float)(((double)y - mom[2 * m]) * mom[2 * m + 1]);
+}
+
+// normalize_span normalises elements [lo, hi) of an item's features in place
+// (element idx = m·T + t for mel_time, t·M + m for time_mel; norm1). Thread
+// i takes the chunks of 4 elements at lo + 4·i + 4·k·blockDim.x, 4 chunks in
+// flight per round (coalesced; float4 when item + lo is 16-byte aligned).
+// Loads bypass L1 (__ldcg): in fbank_fused other blocks wrote these lines
+// during this launch, and L1 is not coherent. mom: the item's (mean, inv)
+// per feature (global or shared memory).
 __device__ void normalize_span(float* item, unsigned lo, unsigned hi, long long computed, unsigned M, unsigned T,
                                long long layout, long long stats, float fl, const double* mom) {
+  constexpr int kChunks = 4;
   const unsigned inner = layout == 0 ? T : M;  // idx = outer·inner + in
-  const unsigned step = blockDim.x, dOut = step / inner, dIn = step % inner;
-  unsigned idx = lo + threadIdx.x;
-  unsigned out = idx / inner, in = idx % inner;
-  for (; idx < hi; idx += step) {
-    const unsigned m = layout == 0 ? out : in, t = layout == 0 ? in : out;
-    if (t < computed) {
-      float y = __ldcg(item + idx);
-      if (stats == kStatsMax) {
-        item[idx] = (fmaxf(y, fl) + 4.f) / 4.f;
+  const bool vec = (reinterpret_cast<unsigned long long>(item + lo) & 15) == 0;
+  for (unsigned c0 = lo + 4 * threadIdx.x; c0 < hi; c0 += 4 * kChunks * blockDim.x) {
+    float y[kChunks][4];
+#pragma unroll
+    for (int k = 0; k < kChunks; k++) {
+      const unsigned c = c0 + 4 * k * blockDim.x;
+      if (vec && c + 4 <= hi) {
+        const float4 v = __ldcg(reinterpret_cast<const float4*>(item + c));
+        y[k][0] = v.x, y[k][1] = v.y, y[k][2] = v.z, y[k][3] = v.w;
       } else {
-        item[idx] = (float)(((double)y - __ldcg(mom + 2 * m)) * __ldcg(mom + 2 * m + 1));
+#pragma unroll
+        for (int e = 0; e < 4; e++) y[k][e] = c + e < hi ? __ldcg(item + c + e) : 0.f;
       }
     }
-    out += dOut;
-    in += dIn;
-    if (in >= inner) {
-      in -= inner;
-      out++;
+#pragma unroll
+    for (int k = 0; k < kChunks; k++) {
+      const unsigned c = c0 + 4 * k * blockDim.x;
+      if (c >= hi) break;
+      unsigned out = c / inner, in = c % inner;
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        y[k][e] = norm1(y[k][e], layout == 0 ? out : in, layout == 0 ? in : out, computed, stats, fl, mom);
+        if (++in == inner) in = 0, out++;
+      }
+      if (vec && c + 4 <= hi) {
+        *reinterpret_cast<float4*>(item + c) = make_float4(y[k][0], y[k][1], y[k][2], y[k][3]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          if (c + e < hi) item[c + e] = y[k][e];
+        }
+      }
     }
   }
 }
 
 // fbank_normalize normalises the computed frames of out in place.
-// Grid (ceil(M·T / 1024), B), block 256: block (x, b) does elements
-// [1024·x, 1024·x + 1024) of item b (normalize_span).
+// Grid (ceil(M·T / 4096), B), block 256: block (x, b) does elements
+// [4096·x, 4096·x + 4096) of item b (normalize_span).
 extern "C" __global__ void fbank_normalize(float* out, const Item* items, long long n_mels, long long frames,
                                            long long layout, long long stats, const float* floor_,
                                            const double* moments) {
   const long long b = blockIdx.y;
   const unsigned M = (unsigned)n_mels, T = (unsigned)frames, total = M * T;
-  const unsigned lo = blockIdx.x * 1024u, hi = min(total, lo + 1024u);
+  const unsigned lo = blockIdx.x * 4096u, hi = min(total, lo + 4096u);
   normalize_span(out + b * (long long)total, lo, hi, items[b].computed, M, T, layout, stats,
                  stats == kStatsMax ? floor_[b] : 0.f, moments + b * n_mels * 2);
 }
@@ -495,9 +520,15 @@ __device__ void fused(FBANK_LOGMEL_ARGS, long long batch, long long groups, long
   }
   __syncthreads();
   __threadfence();
+  // The item's moments into shared memory (the frame buffers' space).
+  extern __shared__ double nsm[];
+  if (stats == kStatsMoments) {
+    for (unsigned i = threadIdx.x; i < 2 * M; i += blockDim.x) nsm[i] = __ldcg(moments + item * M * 2 + i);
+    __syncthreads();
+  }
   const unsigned span = (unsigned)((total + NT - 1) / NT), lo = (unsigned)tile * span;
   normalize_span(out + item * (long long)total, lo, min(total, lo + span), items[item].computed, M, T, layout,
-                 stats, stats == kStatsMax ? __ldcg(floors + item) : 0.f, moments + item * M * 2);
+                 stats, stats == kStatsMax ? __ldcg(floors + item) : 0.f, nsm);
 }
 
 #define FBANK_FUSED_ARGS                                                                                 \

@@ -436,7 +436,7 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	if err != nil {
 		return nil, err
 	}
-	err = o.norm.Launch(cuda.Dim3{X: ceilDiv(c.NumMels*frames, 1024), Y: batch, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
+	err = o.norm.Launch(cuda.Dim3{X: ceilDiv(c.NumMels*frames, 4096), Y: batch, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
 		out, itemsBuf, c.NumMels, frames, layout, o.statsMode, floors, moments)
 	if err != nil {
 		return nil, err

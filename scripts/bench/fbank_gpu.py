@@ -116,7 +116,7 @@ def copy_bandwidth(dev, gib=2):
 
 def run_ours(binary, benchtime):
     pkg = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "plugins", "fbank")
-    cmd = [os.path.abspath(binary), "-test.run", "^$", "-test.bench", "CUDAFbank", "-test.benchtime", benchtime]
+    cmd = [os.path.abspath(binary), "-test.run", "^$", "-test.bench", "CUDAFbank$", "-test.benchtime", benchtime]
     res = subprocess.run(cmd, cwd=pkg, capture_output=True, text=True)
     sys.stderr.write(res.stdout + res.stderr)
     if res.returncode != 0:
