@@ -268,3 +268,45 @@ func TestCUDALongAudio(t *testing.T) {
 	T := int(got.Duration / (20 * time.Millisecond))
 	assert.Less(t, st.Copies.DeviceToHostBytes, int64(4*T*29), "less than one emission matrix came down")
 }
+
+// TestCUDAPipelineCPUEncoder runs the cuda backend with the encoder on ONNX
+// Runtime's CPU provider (features come down, emissions go up: the encoder's
+// host path), with CUDA fbank, ctc_greedy, ctc_align and device stitching
+// around it, and requires the CPU pipeline's words. It needs no CUDA EP.
+func TestCUDAPipelineCPUEncoder(t *testing.T) {
+	be := cudaBackend(t)
+	for _, chunk := range []float64{30, 10} {
+		opt := Options{ChunkSeconds: chunk, OverlapSeconds: 2}
+		cpu, err := Open(defaultModel, opt)
+		require.NoError(t, err)
+		defer cpu.Close()
+		opt.Backend = be
+		gpu, err := Open(defaultModel, opt)
+		require.NoError(t, err)
+		defer gpu.Close()
+		for _, name := range []string{"demo", "words_1", "words_4"} {
+			pcm, truth := loadTruth(t, name)
+			if chunk == 10 {
+				for range 3 {
+					pcm = append(pcm, pcm[:len(pcm)/3]...)
+				}
+			}
+			want, err := cpu.Transcribe(context.Background(), pcm)
+			require.NoError(t, err)
+			got, err := gpu.Transcribe(context.Background(), pcm)
+			require.NoError(t, err, name)
+			assert.Equal(t, want.Text, got.Text, name)
+			if chunk == 30 {
+				assert.Equal(t, truth.Text, got.Text, name)
+			}
+			require.Len(t, got.Words, len(want.Words))
+			for i := range want.Words {
+				assert.InDelta(t, want.Words[i].Start.Seconds(), got.Words[i].Start.Seconds(), 0.0201, "%s word %d", name, i)
+			}
+			aligned, err := gpu.Align(context.Background(), pcm, want.Text)
+			require.NoError(t, err)
+			assert.Equal(t, want.Text, aligned.Text)
+			t.Logf("%s (chunk %gs): chunks %d, placement %+v, backend copies %+v", name, chunk, gpu.Stats().Chunks, gpu.Stats().Transfers, *gpu.Stats().Copies)
+		}
+	}
+}
