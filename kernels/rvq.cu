@@ -135,6 +135,41 @@ __device__ __forceinline__ void mma16816(float* c, const uint32_t* a, uint32_t b
 
 __device__ __forceinline__ float bf(uint16_t v) { return __uint_as_float(static_cast<uint32_t>(v) << 16); }
 
+#if defined(RVQ_WGMMA) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define RVQ_HAVE_WGMMA 1
+#else
+#define RVQ_HAVE_WGMMA 0
+#endif
+
+// wgDesc is the wgmma shared-memory matrix descriptor of a K-major tile of
+// 128-byte rows with the 128-byte swizzle (8-row atoms of 1024 bytes, atom
+// stride 1024 B) starting at shared address saddr: start >> 4 in bits 0-13,
+// leading byte offset (unused for swizzled K-major: 1) in 16-29, stride byte
+// offset >> 4 in 32-45, layout SWIZZLE_128B (1) in 62-63. Advancing k by 16
+// bf16 inside the 128-byte row adds 32 bytes to the start address.
+__device__ __forceinline__ uint64_t wgDesc(uint32_t saddr) {
+  return static_cast<uint64_t>((saddr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(1) << 16) |
+         (static_cast<uint64_t>(1024 >> 4) << 32) | (static_cast<uint64_t>(1) << 62);
+}
+
+#if RVQ_HAVE_WGMMA
+// wgmma64x128 issues D(64x128, f32) = A(64x16, bf16, smem) * B(16x128, bf16,
+// smem K-major) + (scaleD ? D : 0) for the calling warpgroup. d[n][v] is the
+// mma.sync m16n8 accumulator layout of n8 tile n for the warp's 16 rows.
+__device__ __forceinline__ void wgmma64x128(float (&d)[16][4], uint64_t da, uint64_t db, int scaleD) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+      : "l"(da), "l"(db), "r"(scaleD));
+}
+__device__ __forceinline__ void wgFence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgCommit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgWait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+__device__ __forceinline__ void proxyFence() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+#endif
+
 // Best is a running (best, second, argbest) of scores.
 struct Best {
   float b1, b2;
@@ -204,8 +239,8 @@ struct Cfg {
   static constexpr int kWarps = WM * WN;
   static constexpr int MT = BM / WM / 16;
   static constexpr int NT = BN / WN / 8;
-  static constexpr int kSlotB = BN * kBK * 2;            // bytes of codewords per ring slot
-  static constexpr int kSlot = kSlotB + BN * 4;          // + hn
+  static constexpr int kSlotB = BN * kBK * 2;            // bytes of codewords per ring slot (1024-aligned)
+  static constexpr int kSlot = kSlotB + BN * 4;          // + hn (kept in a ring of its own)
   static constexpr int kChunksPerSlot = kSlot / 16;      // 16-byte cp.async per slot
   static_assert(NT % 2 == 0, "NT must be even (ldmatrix.x4 loads two n8 tiles)");
   static_assert(BM % (WM * 16) == 0 && BN % (WN * 16) == 0, "tile shape");
@@ -219,15 +254,20 @@ struct Cursor {
   int q, nt, kc;
 };
 
-template <int BM, int BN, int WM, int WN, int S>
+template <int BM, int BN, int WM, int WN, int S, bool WG>
 __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, long long row0, char* smem) {
   using C = Cfg<BM, BN, WM, WN, S>;
+  // kWG: this instantiation issues wgmma (sm_90a builds with RVQ_WGMMA);
+  // otherwise the same tiling runs on mma.sync.
+  constexpr bool kWG = WG && RVQ_HAVE_WGMMA;
+  static_assert(!WG || (WN == 1 && BN == 128 && BM == 16 * WM && WM % 4 == 0), "wgmma tiling: a warpgroup per 64 rows, N = 128");
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / WN, wn = warp % WN;
   const int Dp = static_cast<int>(p.Dp), D = static_cast<int>(p.D), KC = Dp / kBK;
   char* sA = smem;
   char* ring = sA + size_t(BM) * Dp * 2;
-  float* part = reinterpret_cast<float*>(ring + size_t(S) * C::kSlot);  // [WN][BM][3]
+  float* hnRing = reinterpret_cast<float*>(ring + size_t(S) * C::kSlotB);  // [S][BN]
+  float* part = hnRing + S * BN;                                          // [WN][BM][3]
   float* rnorm = part + WN * BM * 3;                                     // [BM] ||r||, -1: invalid row
   float* rnorm2 = rnorm + BM;                                            // [BM] ||r||^2 partial sums
   int* sel = reinterpret_cast<int*>(rnorm2 + BM);                        // [BM]
@@ -268,14 +308,14 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       const int off = p.meta[prod.q * 4];
       const char* gw = reinterpret_cast<const char*>(p.words) + (size_t(off) + size_t(prod.nt) * BN) * Dp * 2 + prod.kc * kBK * 2;
       const char* gh = reinterpret_cast<const char*>(p.hn + off + prod.nt * BN);
-      char* s = ring + size_t(slot) * C::kSlot;
+      char* s = ring + size_t(slot) * C::kSlotB;
       for (int c = tid; c < C::kChunksPerSlot; c += C::kThreads) {
         if (c < C::kSlotB / 16) {
           int n = c / 8, k = c % 8;
           cpAsync16(smemAddr(s + swz(n, k)), gw + size_t(n) * Dp * 2 + k * 16);
         } else {
           int h = c - C::kSlotB / 16;
-          cpAsync16(smemAddr(s + C::kSlotB + h * 16), gh + h * 16);
+          cpAsync16(smemAddr(hnRing + slot * BN + h * 4), gh + h * 16);
         }
       }
       advance(prod);
@@ -301,6 +341,9 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       best[m][0].init();
       best[m][1].init();
     }
+#if RVQ_HAVE_WGMMA
+    if constexpr (kWG) proxyFence();  // A tile stores (generic proxy) -> wgmma
+#endif
     __syncthreads();  // A tile of this stage written
     for (int nt = 0; nt < ntiles; nt++) {
 #pragma unroll
@@ -311,11 +354,27 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
           for (int v = 0; v < 4; v++) accum[m][n][v] = 0.f;
       for (int kc = 0; kc < KC; kc++) {
         cpWait<S - 2>();
+#if RVQ_HAVE_WGMMA
+        if constexpr (kWG) proxyFence();  // cp.async (generic proxy) -> wgmma (async proxy)
+#endif
         __syncthreads();
         issue((slot + S - 1) % S);
-        const uint32_t aAddr = aBase + kc * (BM * 128), bAddr = ringAddr + slot * C::kSlot + bBase;
+#if RVQ_HAVE_WGMMA
+        if constexpr (kWG) {
+          // warpgroup g multiplies rows [64g, 64g+64) by the slot's 128 codewords
+          const uint32_t a0 = smemAddr(sA) + kc * (BM * 128) + (warp >> 2) * 64 * 128;
+          const uint32_t b0 = ringAddr + slot * C::kSlotB;
+          wgFence();
 #pragma unroll
-        for (int ks = 0; ks < kBK / 16; ks++) {
+          for (int ks = 0; ks < kBK / 16; ks++)
+            wgmma64x128(reinterpret_cast<float(&)[16][4]>(accum[0]), wgDesc(a0 + ks * 32), wgDesc(b0 + ks * 32), (kc | ks) != 0);
+          wgCommit();
+          wgWait0();
+        }
+#endif
+        const uint32_t aAddr = aBase + kc * (BM * 128), bAddr = ringAddr + slot * C::kSlotB + bBase;
+#pragma unroll
+        for (int ks = 0; ks < (kWG ? 0 : kBK / 16); ks++) {
           // chunk (ks*2 + half) of the row, XOR-swizzled by the row's low 3
           // bits, which are lane & 7 for both operands.
           const uint32_t aK = ((ks * 2 + (lane >> 4)) ^ (lane & 7)) * 16;
@@ -334,9 +393,8 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
             }
           }
         }
-        const char* sB = ring + size_t(slot) * C::kSlot;
         if (kc == KC - 1) {  // epilogue of this N-tile: fold the scores
-          const float* sh = reinterpret_cast<const float*>(sB + C::kSlotB);
+          const float* sh = hnRing + slot * BN;
 #pragma unroll
           for (int n = 0; n < C::NT; n++) {
             int col = wn * (BN / WN) + n * 8 + (lane & 3) * 2;
@@ -536,17 +594,17 @@ __device__ __forceinline__ void writePadding(const Params& p, long long row0, in
   }
 }
 
-template <int BM, int BN, int WM, int WN, int S>
+template <int BM, int BN, int WM, int WN, int S, bool WG>
 __device__ __forceinline__ void encode(const Params& p) {
-  extern __shared__ __align__(128) char smem[];
+  extern __shared__ __align__(1024) char rvqSmem[];
   long long row0 = static_cast<long long>(blockIdx.x) * BM;
   writePadding(p, row0, BM);
   int split = static_cast<int>(p.split), Q = static_cast<int>(p.Q);
   if (split == 0) {
-    encodeChain<BM, BN, WM, WN, S>(p, 0, Q, row0, smem);
+    encodeChain<BM, BN, WM, WN, S, WG>(p, 0, Q, row0, rvqSmem);
   } else {
-    encodeChain<BM, BN, WM, WN, S>(p, 0, split, row0, smem);
-    encodeChain<BM, BN, WM, WN, S>(p, split, Q, row0, smem);
+    encodeChain<BM, BN, WM, WN, S, WG>(p, 0, split, row0, rvqSmem);
+    encodeChain<BM, BN, WM, WN, S, WG>(p, split, Q, row0, rvqSmem);
   }
   writeQuantized<BM>(p, row0);
 }
@@ -562,15 +620,19 @@ __device__ __forceinline__ void encode(const Params& p) {
 
 // Variants (BM, BN, WM x WN warps, ring depth S); the Go launcher picks one
 // per D (shared memory) and $EDGE_RVQ_VARIANT overrides it for sweeps.
-#define RVQ_VARIANT(name, BM, BN, WM, WN, S, MINB)                                                 \
+#define RVQ_VARIANT(name, BM, BN, WM, WN, S, MINB, WG)                                             \
   extern "C" __global__ void __launch_bounds__(WM * WN * 32, MINB) name(RVQ_ENCODE_ARGS) { \
-    rvqk::encode<BM, BN, WM, WN, S>(RVQ_PARAMS);                                            \
+    rvqk::encode<BM, BN, WM, WN, S, WG>(RVQ_PARAMS);                                        \
   }
-RVQ_VARIANT(rvq_encode_m128n128w24s4, 128, 128, 2, 4, 4, 1)
-RVQ_VARIANT(rvq_encode_m128n256w24s3, 128, 256, 2, 4, 3, 1)
-RVQ_VARIANT(rvq_encode_m256n128w42s3, 256, 128, 4, 2, 3, 1)
-RVQ_VARIANT(rvq_encode_m64n128w14s4, 64, 128, 1, 4, 4, 1)
-RVQ_VARIANT(rvq_encode_m64n128w22s4x2, 64, 128, 2, 2, 4, 2)
+RVQ_VARIANT(rvq_encode_m128n128w24s4, 128, 128, 2, 4, 4, 1, false)
+RVQ_VARIANT(rvq_encode_m128n256w24s3, 128, 256, 2, 4, 3, 1, false)
+RVQ_VARIANT(rvq_encode_m256n128w42s3, 256, 128, 4, 2, 3, 1, false)
+RVQ_VARIANT(rvq_encode_m64n128w14s4, 64, 128, 1, 4, 4, 1, false)
+RVQ_VARIANT(rvq_encode_m64n128w22s4x2, 64, 128, 2, 2, 4, 2, false)
+// Hopper: wgmma m64n128k16 from shared memory, a warpgroup per 64 rows (the
+// mma.sync tiling WM x 1 warps, 16 rows x 128 codewords a warp, elsewhere).
+RVQ_VARIANT(rvq_encode_wg_m128n128s4, 128, 128, 8, 1, 4, 1, true)
+RVQ_VARIANT(rvq_encode_wg_m256n128s3, 256, 128, 16, 1, 3, 1, true)
 
 // rvq_small_score: stage q of the small-batch path. Grid (ceil(K/256),
 // nrows), block 256: thread e scores entry e exactly (CPU formula) for the

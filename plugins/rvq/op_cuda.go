@@ -66,6 +66,10 @@ var variants = []variant{
 	{"rvq_encode_m256n128w42s3", 256, 128, 4, 2, 3},
 	{"rvq_encode_m64n128w14s4", 64, 128, 1, 4, 4},
 	{"rvq_encode_m64n128w22s4x2", 64, 128, 2, 2, 4},
+	// wgmma on sm_90a when kernels/rvq.cu is built with RVQ_WGMMA, the same
+	// tiling on mma.sync otherwise.
+	{"rvq_encode_wg_m128n128s4", 128, 128, 8, 1, 4},
+	{"rvq_encode_wg_m256n128s3", 256, 128, 16, 1, 3},
 }
 
 // cudaKernels is the loaded kernel set of a backend.
