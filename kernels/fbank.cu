@@ -455,8 +455,10 @@ extern "C" __global__ void fbank_normalize(float* out, const Item* items, long l
 // Grid B·(G + NT) blocks of fbank_logmel's shape; each block takes a ticket
 // (atomicAdd on counters[0]) and the ticket, not blockIdx, says what it does.
 // Tickets go round by round: round r holds the G logmel tiles of item r (r <
-// B) then the NT normalize tiles of item r - lag (lag = min(2, B)), so a
-// normalize tile's item was handed out at least `lag` rounds earlier.
+// B) then the NT normalize tiles of item r - lag (lag clamped to 1..B), so a
+// normalize tile's item was handed out at least `lag` rounds earlier: the
+// launcher makes that about one SM-full of blocks, so that the item is
+// usually done (no waiting) and its features are still in L2.
 //   logmel tile (x, b): logmel(); then counters[1 + b] counts the item's
 //     finished tiles; the block that finishes last computes the item's
 //     statistics (block_floor, or store_moments per feature summing the G
@@ -467,13 +469,14 @@ extern "C" __global__ void fbank_normalize(float* out, const Item* items, long l
 // No deadlock: a waiting tile waits only for tiles with smaller tickets,
 // which are running or done. counters (1 + 2B words) must be zero at launch.
 template <int N>
-__device__ void fused(FBANK_LOGMEL_ARGS, long long batch, long long groups, long long ntiles, unsigned* counters,
+__device__ void fused(FBANK_LOGMEL_ARGS, long long batch, long long groups, long long ntiles, long long lag_,
+                      unsigned* counters,
                       double clamp, double fixed_floor, double eps, float* floors, double* moments) {
   __shared__ unsigned long long ticket;
   __shared__ int last;
   if (threadIdx.x == 0) ticket = atomicAdd(counters, 1u);
   __syncthreads();
-  const long long B = batch, G = groups, NT = ntiles, lag = min(2LL, B);
+  const long long B = batch, G = groups, NT = ntiles, lag = max(1LL, min(lag_, B));
   long long tk = (long long)ticket, item, tile;
   bool norm;
   if (tk < lag * G) {
@@ -532,10 +535,11 @@ __device__ void fused(FBANK_LOGMEL_ARGS, long long batch, long long groups, long
 }
 
 #define FBANK_FUSED_ARGS                                                                                 \
-  FBANK_LOGMEL_ARGS, long long batch, long long groups, long long ntiles, unsigned *counters, double clamp, \
+  FBANK_LOGMEL_ARGS, long long batch, long long groups, long long ntiles, long long lag, unsigned *counters, \
+      double clamp, \
       double fixed_floor, double eps, float *floors, double *moments
 #define FBANK_FUSED_CALL \
-  FBANK_LOGMEL_CALL, batch, groups, ntiles, counters, clamp, fixed_floor, eps, floors, moments
+  FBANK_LOGMEL_CALL, batch, groups, ntiles, lag, counters, clamp, fixed_floor, eps, floors, moments
 
 extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_fused_n400(FBANK_FUSED_ARGS) {
   fused<400>(FBANK_FUSED_CALL);

@@ -421,7 +421,10 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 			return nil, err
 		}
 		ntiles := ceilDiv(c.NumMels*frames, cudaNormSpan)
-		args = append(args, batch, groups, ntiles, counters, clampRange, o.fixedFloor, stdEpsilon, floors, moments)
+		// Normalize an item about one GPU-full of resident blocks (4 a
+		// SM) after its last logmel tile was handed out.
+		lag := ceilDiv(4*o.sms, groups+ntiles) + 1
+		args = append(args, batch, groups, ntiles, lag, counters, clampRange, o.fixedFloor, stdEpsilon, floors, moments)
 		return bad, o.fused.Launch(cuda.Dim3{X: batch * (groups + ntiles), Y: 1, Z: 1}, block, o.shared(geom), args...)
 	}
 	if err := o.logmel.Launch(cuda.Dim3{X: groups, Y: batch, Z: 1}, block, o.shared(geom), args...); err != nil {
