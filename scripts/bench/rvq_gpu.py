@@ -110,9 +110,14 @@ def run_go(binary, benchtime, saved, timeout):
         with open(saved) as f:
             text = f.read()
     else:
-        p = subprocess.run([binary, "-test.run", "^$", "-test.bench", "^BenchmarkCUDAEncode$", "-test.benchtime", benchtime],
-                           capture_output=True, text=True, timeout=timeout)
-        text = p.stdout + p.stderr
+        try:
+            p = subprocess.run([binary, "-test.run", "^$", "-test.bench", "^BenchmarkCUDAEncode$", "-test.benchtime", benchtime],
+                               capture_output=True, text=True, timeout=timeout)
+            text = p.stdout + p.stderr
+        except subprocess.TimeoutExpired as e:  # keep what finished
+            out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            text = out + f"\n(go benchmark timed out after {timeout} s)\n"
+
     print(text, flush=True)
     out = {}
     for line in text.splitlines():
