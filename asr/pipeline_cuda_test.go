@@ -82,7 +82,8 @@ func TestCUDAZeroCopyTranscribe(t *testing.T) {
 		require.NotNil(t, st.Copies)
 		c := *st.Copies
 		t.Logf("%s: T'=%d, copies %+v (emissions would be %d bytes, features %d)", name, T, c, 4*T*V, 4*128*2*T)
-		assert.LessOrEqual(t, c.HostToDeviceBytes-int64(4*len(pcm)), int64(8*1024), "%s: host-to-device beyond the PCM", name)
+		// beyond the PCM: fbank's per-item geometry, greedy's lengths, ctc_align's trellis tables (4 bytes a state, 8 a frame)
+		assert.LessOrEqual(t, c.HostToDeviceBytes-int64(4*len(pcm)), int64(16*T+1024), "%s: host-to-device beyond the PCM", name)
 		assert.LessOrEqual(t, c.DeviceToHostBytes, int64(16*T+1024), "%s: device-to-host: alignment, frame scores, greedy targets, status words", name)
 		assert.Less(t, c.DeviceToHostBytes, int64(4*T*V), "%s: less than one emission matrix came down", name)
 
