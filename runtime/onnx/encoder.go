@@ -188,7 +188,11 @@ func newSession(path string, inNames, outNames []string, opts Options) (*ort.Dyn
 	if err != nil {
 		err = fmt.Errorf("creating an ONNX Runtime session for %s: %w", path, err)
 		if opts.Provider == ProviderCUDA {
-			err = explainCUDAError("execution_provider=cuda", dev.EP, err)
+			lib, _ := findCUDAEP(opts.EPLibrary)
+			if lib == "" {
+				lib = "none; the provider built into " + Library()
+			}
+			err = explainCUDAError("execution_provider=cuda", lib, err)
 		}
 		return nil, EPDevice{}, err
 	}
