@@ -294,6 +294,9 @@ func TestOpenErrors(t *testing.T) {
 		{"negative threads", map[string]any{"model": "testdata/nemo", "threads": -2}, "threads -2 is negative"},
 		{"negative device", map[string]any{"model": "testdata/nemo", "device": -1}, "device -1 is negative"},
 		{"other library", map[string]any{"model": "testdata/nemo", "ort_lib": "testdata/tokens29.txt"}, "ONNX Runtime is already loaded from"},
+		{"bad fallback", map[string]any{"model": "testdata/nemo", "fallback": "gpu"}, `"gpu" is not one of`},
+		{"bad bind", map[string]any{"model": "testdata/nemo", "bind": "shared"}, `"shared" is not one of`},
+		{"missing cuda ep", map[string]any{"model": "testdata/nemo", "execution_provider": "cuda", "ort_cuda_ep": "/no/ep.so"}, "CUDA execution provider library /no/ep.so (from config key ort_cuda_ep)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
