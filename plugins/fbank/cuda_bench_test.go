@@ -174,7 +174,7 @@ func enqueueTime(b *testing.B, be *cuda.Backend, op *cudaOp, pcm cuda.DevicePtr,
 
 // cudaOpOf builds the op's CUDA implementation directly, for timing its
 // enqueue step alone.
-func cudaOpOf(b *testing.B, preset string, be *cuda.Backend) *cudaOp {
+func cudaOpOf(b testing.TB, preset string, be *cuda.Backend) *cudaOp {
 	spec, err := runtime.Lookup("fbank")
 	if err != nil {
 		b.Fatal(err)

@@ -26,7 +26,7 @@ const (
 	cudaGroups    = 4        // frames a warp transforms at once (8 lanes a frame)
 	cudaWarps     = 4        // warps per block by default (4 or 8)
 	cudaMaxShared = 48 << 10 // bytes of dynamic shared memory without opting in
-	cudaNormSpan  = 32 << 10 // features a normalize tile of fbank_fused does
+	cudaNormSpan  = 8 << 10  // features a normalize tile of fbank_fused does
 	cudaModule    = "edge"
 )
 
