@@ -716,19 +716,40 @@ extern "C" __global__ void dpx_quantize(const float* __restrict__ x, long long n
   const float *lp, long long T, long long C, const long long *meta, const int *table, unsigned *bp,     \
       long long blank, double star, double scale, long long chunk, int *alignment, float *frameScores,  \
       float *score, long long *status
-#define DPX_CTC_KERNEL(name, V, MP)                                                                      \
-  extern "C" __global__ void __launch_bounds__(1024) name(DPX_CTC_ARGS) {                                \
-    dpxk::ctcAlign<V, MP>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, alignment,          \
-                          frameScores, score, status);                                                   \
-  }
-DPX_CTC_KERNEL(dpx_ctc_align_f32_p1, float, 1)
-DPX_CTC_KERNEL(dpx_ctc_align_f32_p2, float, 2)
-DPX_CTC_KERNEL(dpx_ctc_align_f32_p4, float, 4)
-DPX_CTC_KERNEL(dpx_ctc_align_f32_p8, float, 8)
-DPX_CTC_KERNEL(dpx_ctc_align_i32_p1, int, 1)
-DPX_CTC_KERNEL(dpx_ctc_align_i32_p2, int, 2)
-DPX_CTC_KERNEL(dpx_ctc_align_i32_p4, int, 4)
-DPX_CTC_KERNEL(dpx_ctc_align_i32_p8, int, 8)
+// (Written out, not macro-generated: ptxas 11.8 crashes on the line info of
+// kernels expanded from one macro line.)
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p1(DPX_CTC_ARGS) {
+  dpxk::ctcAlign<float, 1>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, alignment, frameScores,
+                         score, status);
+}
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p2(DPX_CTC_ARGS) {
+  dpxk::ctcAlign<float, 2>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, alignment, frameScores,
+                         score, status);
+}
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p4(DPX_CTC_ARGS) {
+  dpxk::ctcAlign<float, 4>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, alignment, frameScores,
+                         score, status);
+}
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p8(DPX_CTC_ARGS) {
+  dpxk::ctcAlign<float, 8>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, alignment, frameScores,
+                         score, status);
+}
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p1(DPX_CTC_ARGS) {
+  dpxk::ctcAlign<int, 1>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, alignment, frameScores,
+                         score, status);
+}
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p2(DPX_CTC_ARGS) {
+  dpxk::ctcAlign<int, 2>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, alignment, frameScores,
+                         score, status);
+}
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p4(DPX_CTC_ARGS) {
+  dpxk::ctcAlign<int, 4>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, alignment, frameScores,
+                         score, status);
+}
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p8(DPX_CTC_ARGS) {
+  dpxk::ctcAlign<int, 8>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, alignment, frameScores,
+                         score, status);
+}
 
 extern "C" __global__ void __launch_bounds__(1024)
     dpx_viterbi_f32(const float* em, long long T, long long S, const float* trans, const float* priors,
