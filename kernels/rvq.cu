@@ -10,7 +10,7 @@
 //          every stage is padded with zero rows to a multiple of kRowAlign
 //          and every row with zeros to Dp = roundup(D, 64) columns.
 //   hn     f32  [rowsPad]: ||C_e||^2 / 2 exactly as the CPU computes it
-//          (sequential fp32 sum of squares, halved), +Inf on padding rows,
+//          (sequential fp32 sum of squares, halved), 2^120 on padding rows,
 //          so a padding entry never wins.
 //   meta   i32  [Q][4]: off_q (row), K_q, bits of cmax_q = max_e ||C_e||
 //          (fp32, rounded up), unused.
@@ -174,6 +174,8 @@ __device__ __forceinline__ void proxyFence() { asm volatile("fence.proxy.async.s
 struct Best {
   float b1, b2;
   int i1;
+  // kSlack is the relative error of the stored scores (exact here).
+  static constexpr float kSlack = 0.f;
   __device__ __forceinline__ void init() {
     b1 = INFINITY;
     b2 = INFINITY;
@@ -202,6 +204,31 @@ struct Best {
     }
     b2 = lo;
   }
+  __device__ __forceinline__ int idx() const { return i1; }
+};
+
+// BestPacked is Best with the entry index in the low 12 bits of the best
+// score (K <= 4096): 5 instructions a score (sub, or-in the index, three
+// min/max) instead of a compare and selects. Truncating 12 of the 23
+// mantissa bits moves a score by less than 2^-10 of its magnitude, which the
+// guard adds to its bound (kSlack); equal packed scores cannot occur.
+struct BestPacked {
+  float b1, b2;
+  static constexpr float kSlack = 0x1p-9f;  // both scores' truncation, 2x slack
+  __device__ __forceinline__ void init() {
+    b1 = INFINITY;
+    b2 = INFINITY;
+  }
+  __device__ __forceinline__ void add(float s, int e) {
+    const float sp = __int_as_float((__float_as_int(s) & ~0xFFF) | e);
+    b2 = fminf(b2, fmaxf(sp, b1));
+    b1 = fminf(b1, sp);
+  }
+  __device__ __forceinline__ void merge(float o1, float o2, int) {
+    b2 = fminf(fminf(b2, o2), fmaxf(b1, o1));
+    b1 = fminf(b1, o1);
+  }
+  __device__ __forceinline__ int idx() const { return __float_as_int(b1) & 0xFFF; }
 };
 
 // exactScore is the CPU's score of codeword w (bf16 [D]) for residual r:
@@ -254,7 +281,7 @@ struct Cursor {
   int q, nt, kc;
 };
 
-template <int BM, int BN, int WM, int WN, int S, bool WG>
+template <int BM, int BN, int WM, int WN, int S, bool WG, class B>
 __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, long long row0, char* smem) {
   using C = Cfg<BM, BN, WM, WN, S>;
   // kWG: this instantiation issues wgmma (sm_90a builds with RVQ_WGMMA);
@@ -331,7 +358,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   const uint32_t ringAddr = smemAddr(ring);
   const uint32_t bBase = (wn * (BN / WN) + (lane >> 4) * 8 + (lane & 7)) * (kBK * 2);
   float accum[C::MT][C::NT][4];
-  Best best[C::MT][2];
+  B best[C::MT][2];
   int slot = 0;
   for (int q = q0; q < q1; q++) {
     const int off = p.meta[q * 4], K = p.meta[q * 4 + 1];
@@ -418,11 +445,11 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     for (int m = 0; m < C::MT; m++)
 #pragma unroll
       for (int h = 0; h < 2; h++) {
-        Best& b = best[m][h];
+        B& b = best[m][h];
 #pragma unroll
         for (int o = 1; o < 4; o <<= 1) {
           float o1 = __shfl_xor_sync(kFull, b.b1, o), o2 = __shfl_xor_sync(kFull, b.b2, o);
-          int oi = __shfl_xor_sync(kFull, b.i1, o);
+          int oi = __shfl_xor_sync(kFull, b.idx(), o);
           b.merge(o1, o2, oi);
         }
         if ((lane & 3) == 0) {
@@ -430,23 +457,23 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
           float* pp = part + (wn * BM + r) * 3;
           pp[0] = b.b1;
           pp[1] = b.b2;
-          pp[2] = __int_as_float(b.i1);
+          pp[2] = __int_as_float(b.idx());
         }
       }
     __syncthreads();
     const float cmax = __int_as_float(p.meta[q * 4 + 2]);
     for (int r = tid; r < BM; r += C::kThreads) {
-      Best b;
-      b.b1 = part[r * 3];
-      b.b2 = part[r * 3 + 1];
-      b.i1 = __float_as_int(part[r * 3 + 2]);
+      B b;
+      b.init();
+      b.merge(part[r * 3], part[r * 3 + 1], __float_as_int(part[r * 3 + 2]));
       for (int w = 1; w < WN; w++) {
         const float* pp = part + (w * BM + r) * 3;
         b.merge(pp[0], pp[1], __float_as_int(pp[2]));
       }
-      float bound = rnorm[r] * cmax * (0x1p-7f + float(Dp) * 0x1p-20f) + float(Dp) * 0x1p-120f;
+      float bound = rnorm[r] * cmax * (0x1p-7f + float(Dp) * 0x1p-20f) + float(Dp) * 0x1p-120f +
+                    B::kSlack * (fabsf(b.b1) + fabsf(b.b2));
       // -1 - j: decided j; j >= 0: re-score (j is the tensor-core winner).
-      sel[r] = (rnorm[r] < 0.f) ? -1 : (b.b2 - b.b1 > bound ? -1 - b.i1 : b.i1);
+      sel[r] = (rnorm[r] < 0.f) ? -1 : (b.b2 - b.b1 > bound ? -1 - b.idx() : b.idx());
     }
     __syncthreads();
     // ---- update. Warp w owns rows [w*RW, (w+1)*RW): first the exact
@@ -594,17 +621,17 @@ __device__ __forceinline__ void writePadding(const Params& p, long long row0, in
   }
 }
 
-template <int BM, int BN, int WM, int WN, int S, bool WG>
+template <int BM, int BN, int WM, int WN, int S, bool WG, class B>
 __device__ __forceinline__ void encode(const Params& p) {
   extern __shared__ __align__(1024) char rvqSmem[];
   long long row0 = static_cast<long long>(blockIdx.x) * BM;
   writePadding(p, row0, BM);
   int split = static_cast<int>(p.split), Q = static_cast<int>(p.Q);
   if (split == 0) {
-    encodeChain<BM, BN, WM, WN, S, WG>(p, 0, Q, row0, rvqSmem);
+    encodeChain<BM, BN, WM, WN, S, WG, B>(p, 0, Q, row0, rvqSmem);
   } else {
-    encodeChain<BM, BN, WM, WN, S, WG>(p, 0, split, row0, rvqSmem);
-    encodeChain<BM, BN, WM, WN, S, WG>(p, split, Q, row0, rvqSmem);
+    encodeChain<BM, BN, WM, WN, S, WG, B>(p, 0, split, row0, rvqSmem);
+    encodeChain<BM, BN, WM, WN, S, WG, B>(p, split, Q, row0, rvqSmem);
   }
   writeQuantized<BM>(p, row0);
 }
@@ -620,19 +647,20 @@ __device__ __forceinline__ void encode(const Params& p) {
 
 // Variants (BM, BN, WM x WN warps, ring depth S); the Go launcher picks one
 // per D (shared memory) and $EDGE_RVQ_VARIANT overrides it for sweeps.
-#define RVQ_VARIANT(name, BM, BN, WM, WN, S, MINB, WG)                                             \
+#define RVQ_VARIANT(name, BM, BN, WM, WN, S, MINB, WG, B)                                          \
   extern "C" __global__ void __launch_bounds__(WM * WN * 32, MINB) name(RVQ_ENCODE_ARGS) { \
-    rvqk::encode<BM, BN, WM, WN, S, WG>(RVQ_PARAMS);                                        \
+    rvqk::encode<BM, BN, WM, WN, S, WG, rvqk::B>(RVQ_PARAMS);                               \
   }
-RVQ_VARIANT(rvq_encode_m128n128w24s4, 128, 128, 2, 4, 4, 1, false)
-RVQ_VARIANT(rvq_encode_m128n256w24s3, 128, 256, 2, 4, 3, 1, false)
-RVQ_VARIANT(rvq_encode_m256n128w42s3, 256, 128, 4, 2, 3, 1, false)
-RVQ_VARIANT(rvq_encode_m64n128w14s4, 64, 128, 1, 4, 4, 1, false)
-RVQ_VARIANT(rvq_encode_m64n128w22s4x2, 64, 128, 2, 2, 4, 2, false)
+RVQ_VARIANT(rvq_encode_m128n128w24s4, 128, 128, 2, 4, 4, 1, false, Best)
+RVQ_VARIANT(rvq_encode_m128n128w24s4p, 128, 128, 2, 4, 4, 1, false, BestPacked)
+RVQ_VARIANT(rvq_encode_m128n256w24s3p, 128, 256, 2, 4, 3, 1, false, BestPacked)
+RVQ_VARIANT(rvq_encode_m256n128w42s3p, 256, 128, 4, 2, 3, 1, false, BestPacked)
+RVQ_VARIANT(rvq_encode_m64n128w14s4p, 64, 128, 1, 4, 4, 1, false, BestPacked)
+RVQ_VARIANT(rvq_encode_m64n128w22s4x2p, 64, 128, 2, 2, 4, 2, false, BestPacked)
 // Hopper: wgmma m64n128k16 from shared memory, a warpgroup per 64 rows (the
 // mma.sync tiling WM x 1 warps, 16 rows x 128 codewords a warp, elsewhere).
-RVQ_VARIANT(rvq_encode_wg_m128n128s4, 128, 128, 8, 1, 4, 1, true)
-RVQ_VARIANT(rvq_encode_wg_m256n128s3, 256, 128, 16, 1, 3, 1, true)
+RVQ_VARIANT(rvq_encode_wg_m128n128s4p, 128, 128, 8, 1, 4, 1, true, BestPacked)
+RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, BestPacked)
 
 // rvq_small_score: stage q of the small-batch path. Grid (ceil(K/256),
 // nrows), block 256: thread e scores entry e exactly (CPU formula) for the

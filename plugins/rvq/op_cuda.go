@@ -38,6 +38,10 @@ const (
 	// smallRows is the most valid frames for which Encode uses the
 	// split-codebook small-batch path instead of the fused kernel.
 	smallRows = 64
+	// padScore is ||C_e||^2/2 of a padding row: finite (the packed running
+	// minimum of the kernel needs finite scores) and above every real score
+	// (|score| <= 2^99 + 2^105 under MaxSquaredNorm and MaxStages).
+	padScore = 0x1p120
 	// EnvVariant names the environment variable that forces a fused-kernel
 	// variant (e.g. rvq_encode_m128n128w24s4), for sweeps.
 	EnvVariant = "EDGE_RVQ_VARIANT"
@@ -61,15 +65,16 @@ func (v variant) shared(dp int) int {
 // variants in order of preference: Encode takes the first whose shared
 // memory fits the device for the codebooks' D.
 var variants = []variant{
+	{"rvq_encode_m128n128w24s4p", 128, 128, 2, 4, 4},
 	{"rvq_encode_m128n128w24s4", 128, 128, 2, 4, 4},
-	{"rvq_encode_m128n256w24s3", 128, 256, 2, 4, 3},
-	{"rvq_encode_m256n128w42s3", 256, 128, 4, 2, 3},
-	{"rvq_encode_m64n128w14s4", 64, 128, 1, 4, 4},
-	{"rvq_encode_m64n128w22s4x2", 64, 128, 2, 2, 4},
+	{"rvq_encode_m128n256w24s3p", 128, 256, 2, 4, 3},
+	{"rvq_encode_m256n128w42s3p", 256, 128, 4, 2, 3},
+	{"rvq_encode_m64n128w14s4p", 64, 128, 1, 4, 4},
+	{"rvq_encode_m64n128w22s4x2p", 64, 128, 2, 2, 4},
 	// wgmma on sm_90a when kernels/rvq.cu is built with RVQ_WGMMA, the same
 	// tiling on mma.sync otherwise.
-	{"rvq_encode_wg_m128n128s4", 128, 128, 8, 1, 4},
-	{"rvq_encode_wg_m256n128s3", 256, 128, 16, 1, 3},
+	{"rvq_encode_wg_m128n128s4p", 128, 128, 8, 1, 4},
+	{"rvq_encode_wg_m256n128s3p", 256, 128, 16, 1, 3},
 }
 
 // cudaKernels is the loaded kernel set of a backend.
@@ -116,7 +121,7 @@ func loadKernels(b *cuda.Backend) (*cudaKernels, error) {
 
 // DeviceCodebooks is a Codebooks uploaded to a CUDA backend in the layout of
 // kernels/rvq.cu: bf16 rows padded to Dp = roundup(D, 64) values, every
-// stage padded to a multiple of 256 rows, ||C_e||^2/2 per row (+Inf on
+// stage padded to a multiple of 256 rows, ||C_e||^2/2 per row (padScore on
 // padding) and per-stage (offset, K_q, max ||C_e||). Free releases it.
 type DeviceCodebooks struct {
 	be        *cuda.Backend
@@ -153,7 +158,7 @@ func NewDeviceCodebooks(be *cuda.Backend, c *Codebooks) (*DeviceCodebooks, error
 		kp := (st.k + rowAlign - 1) / rowAlign * rowAlign
 		var cmax2 float32
 		for e := 0; e < kp; e++ {
-			hn[off+e] = float32(math.Inf(1))
+			hn[off+e] = padScore
 			if e < st.k {
 				copy(words[(off+e)*dp:(off+e)*dp+d], st.codeword(d, e))
 				hn[off+e] = st.halfNorm[e]
