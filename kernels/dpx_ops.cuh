@@ -1,7 +1,8 @@
-// dpx_ops.cuh: the integer primitives of the dpx kernels (dpx.cu): Hopper
-// DPX min/max instructions where the toolkit has them, an emulated form
-// with identical results elsewhere, and the fixed-point quantiser of
-// plugins/dpx (numeric.go).
+// dpx_ops.cuh: the primitives of the dpx kernels (dpx.cu): Hopper DPX
+// min/max instructions where the toolkit has them, an emulated form with
+// identical results elsewhere, the fixed-point quantiser of plugins/dpx
+// (numeric.go), and the cp.async copies (sm_80+; plain copies in the host
+// replay, kernels/dpxemu).
 //
 // CUDA >= 12 provides __vimax3_s32, __vimin3_s32 and __viaddmax_s32 on every
 // architecture: single DPX instructions on sm_90, short instruction
