@@ -318,6 +318,12 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     if (lane == 0) rnorm[i] = ok ? sqrtf(ss) : -1.f;  // -1: row not valid
   }
 
+#if RVQ_HAVE_WGMMA
+  // wgmma descriptors assume 1024-byte aligned swizzle atoms.
+  if constexpr (kWG)
+    if (smemAddr(smem) & 1023) __trap();
+#endif
+
   // ---- producer: ring slot loads of the flattened sequence.
   Cursor prod{q0, 0, 0};
   auto advance = [&](Cursor& c) {
