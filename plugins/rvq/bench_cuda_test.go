@@ -79,3 +79,41 @@ func BenchmarkCUDAEncode(b *testing.B) {
 		dc.Free()
 	}
 }
+
+// BenchmarkCUDAEncodeStreaming times DeviceCodebooks.Encode for a handful of
+// frames (streaming: 1, 4, 16 frames of Q=8, K=1024, D=128) on the
+// split-codebook small path and on the fused kernel (one CTA): ns/op is the
+// whole call including its synchronising status read.
+func BenchmarkCUDAEncodeStreaming(b *testing.B) {
+	be, err := openCUDA()
+	if err != nil {
+		b.Fatal(err)
+	}
+	const q, k, d = 8, 1024, 128
+	for _, frames := range []int{1, 4, 16} {
+		rng := rand.New(rand.NewPCG(uint64(frames), 2))
+		books, x, _ := synth(rng, frames, q, k, d)
+		c, err := NewCodebooksBF16(d, books...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		dc, err := NewDeviceCodebooks(be, c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		xd := devF32(b, be, x)
+		codes, quant := devOut(b, be, frames*q), devOut(b, be, frames*d)
+		for _, path := range []string{"small", "fused"} {
+			b.Run(fmt.Sprintf("frames%d/%s", frames, path), func(b *testing.B) {
+				dc.forcePath = path
+				bt := Batch{B: 1, T: frames}
+				for range b.N {
+					if err := dc.Encode(xd, bt, codes, quant); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+		dc.Free()
+	}
+}
