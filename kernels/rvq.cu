@@ -174,8 +174,10 @@ __device__ __forceinline__ void proxyFence() { asm volatile("fence.proxy.async.s
 struct Best {
   float b1, b2;
   int i1;
-  // kSlack is the relative error of the stored scores (exact here).
-  static constexpr float kSlack = 0.f;
+  // kSlack bounds, relative to the scores' magnitudes, what the guard's
+  // |r| cmax term does not cover: the fp32 rounding of hn - dot on either
+  // side (2^-24 each, 2x slack).
+  static constexpr float kSlack = 0x1p-22f;
   __device__ __forceinline__ void init() {
     b1 = INFINITY;
     b2 = INFINITY;
@@ -214,7 +216,7 @@ struct Best {
 // guard adds to its bound (kSlack); equal packed scores cannot occur.
 struct BestPacked {
   float b1, b2;
-  static constexpr float kSlack = 0x1p-9f;  // both scores' truncation, 2x slack
+  static constexpr float kSlack = 0x1p-9f + 0x1p-22f;  // truncation (2x slack) + Best's
   __device__ __forceinline__ void init() {
     b1 = INFINITY;
     b2 = INFINITY;
