@@ -52,8 +52,10 @@
 //     (bf16 RN of r: |bf16(r) - r| <= 2^-8 |r|, Cauchy-Schwarz; the fp32
 //     sums of Dp terms on either side), so when
 //        second - best > |r| cmax (2^-7 + Dp 2^-20) + Dp 2^-120
-//     (two scores' bounds, the accumulation term with 2x slack, plus
-//     subnormal flushing) the winner is the CPU's winner. Otherwise the row is re-scored exactly: one warp
+//                        + slack (|best| + |second|)
+//     (two scores' bounds, the accumulation term with 2x slack, subnormal
+//     flushing, the fp32 rounding of the scores and, for the packed
+//     minimum, its truncation) the winner is the CPU's winner. Otherwise the row is re-scored exactly: one warp
 //     computes every entry's score with the CPU's formula (dot: fmaf over
 //     d = 0..D-1 from +0, score = hn - dot) and takes the lowest (score,
 //     index): the CPU's answer bit for bit.
