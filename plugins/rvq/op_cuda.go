@@ -130,6 +130,8 @@ type DeviceCodebooks struct {
 	dp        int
 	words, hn *cuda.Buffer
 	meta      *cuda.Buffer
+	// offsets holds each stage's first row in words.
+	offsets []int
 	// forcePath selects "fused" or "small" regardless of the batch (tests);
 	// variant forces a fused variant by name.
 	forcePath, variant string
@@ -170,7 +172,10 @@ func NewDeviceCodebooks(be *cuda.Backend, c *Codebooks) (*DeviceCodebooks, error
 		meta[4*q], meta[4*q+1], meta[4*q+2] = int32(off), int32(st.k), int32(math.Float32bits(cmax))
 		off += kp
 	}
-	dc := &DeviceCodebooks{be: be, c: c, k: k, dp: dp}
+	dc := &DeviceCodebooks{be: be, c: c, k: k, dp: dp, offsets: make([]int, len(c.stages))}
+	for q := range dc.offsets {
+		dc.offsets[q] = int(meta[4*q])
+	}
 	var ok bool
 	defer func() {
 		if !ok {
@@ -363,18 +368,17 @@ func (dc *DeviceCodebooks) encodeSmall(s *devScratch, x cuda.DevicePtr, bt Batch
 	if err := dc.be.Memset(keys.Ptr(), 0xFF, int64(8*len(list))); err != nil {
 		return err
 	}
-	meta := dc.hostMeta()
 	for ci, ch := range c.chains() {
 		for q := ch[0]; q < ch[1]; q++ {
-			off, k := meta[4*q], int(meta[4*q+1])
+			off, k := dc.offsets[q], c.stages[q].k
 			first := b2i(q == ch[0])
 			if err := dc.k.small.Launch(cuda.Dim3{X: (k + 255) / 256, Y: len(list), Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
-				x, res, first, rowList, c.dim, dc.dp, dc.words, dc.hn, int(off), k, keys); err != nil {
+				x, res, first, rowList, c.dim, dc.dp, dc.words, dc.hn, off, k, keys); err != nil {
 				return err
 			}
 			if err := dc.k.update.Launch(cuda.Dim3{X: len(list), Y: 1, Z: 1}, cuda.Dim3{X: 128, Y: 1, Z: 1}, 0,
 				x, res, acc, quantized, codes, rowList, c.dim, dc.dp, len(c.stages), q, first, ci, b2i(q == ch[1]-1),
-				dc.words, int(off), keys); err != nil {
+				dc.words, off, keys); err != nil {
 				return err
 			}
 		}
@@ -387,17 +391,6 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// hostMeta recomputes the per-stage (offset, K, cmax bits, 0) table.
-func (dc *DeviceCodebooks) hostMeta() []int32 {
-	meta := make([]int32, 4*len(dc.c.stages))
-	off := 0
-	for q, st := range dc.c.stages {
-		meta[4*q], meta[4*q+1] = int32(off), int32(st.k)
-		off += (st.k + rowAlign - 1) / rowAlign * rowAlign
-	}
-	return meta
 }
 
 // inputError downloads x and returns the CPU op's error for its first bad
