@@ -275,9 +275,7 @@ struct Cfg {
   static constexpr int kChunksPerSlot = kSlot / 16;      // 16-byte cp.async per slot
   static_assert(NT % 2 == 0, "NT must be even (ldmatrix.x4 loads two n8 tiles)");
   static_assert(BM % (WM * 16) == 0 && BN % (WN * 16) == 0, "tile shape");
-  static size_t shared(long long Dp) {
-    return size_t(BM) * Dp * 2 + size_t(S) * kSlot + size_t(WN) * BM * 12 + size_t(BM) * 12;
-  }
+
 };
 
 // Cursor walks the flattened (stage, N-tile, k-chunk) sequence of a chain.
@@ -285,7 +283,7 @@ struct Cursor {
   int q, nt, kc;
 };
 
-template <int BM, int BN, int WM, int WN, int S, bool WG, class B>
+template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS>
 __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, long long row0, char* smem) {
   using C = Cfg<BM, BN, WM, WN, S>;
   // kWG: this instantiation issues wgmma (sm_90a builds with RVQ_WGMMA);
@@ -302,24 +300,43 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   float* rnorm = part + WN * BM * 3;                                     // [BM] ||r||, -1: invalid row
   float* rnorm2 = rnorm + BM;                                            // [BM] ||r||^2 partial sums
   int* sel = reinterpret_cast<int*>(rnorm2 + BM);                        // [BM]
+  // The fp32 residual rows: in shared memory after sel (RS) or the CTA's
+  // scratch rows of p.res, [BM][Dp] either way.
+  float* const res = RS ? reinterpret_cast<float*>(sel + BM) : p.res + row0 * Dp;
 
-  // ---- chain start: r = x for the valid rows; A = bf16(r); ||r||.
-  for (int i = warp; i < BM; i += C::kWarps) {
-    long long row = row0 + i;
-    bool ok = row < p.rows && rowValid(row, p.T, p.lengths);
-    float ss = 0.f;
-    for (int d = lane * 2; d < Dp; d += 64) {
-      float v0 = 0.f, v1 = 0.f;
-      if (ok) {
-        if (d < D) v0 = p.x[row * D + d];
-        if (d + 1 < D) v1 = p.x[row * D + d + 1];
-      }
-      ss += v0 * v0 + v1 * v1;
-      __nv_bfloat162 h = __floats2bfloat162_rn(v0, v1);
-      *reinterpret_cast<__nv_bfloat162*>(sA + aOff<BM>(i, d / 8) + (d % 8) * 2) = h;
+  // ---- chain start: r = x for the valid rows (0 elsewhere and past D);
+  // A = bf16(r); ||r|| (-1 marks a row that is not valid). Thread per
+  // 8-value chunk.
+  const int cpr = Dp / 8;  // 16-byte bf16 chunks per row
+  for (int i = tid; i < BM; i += C::kThreads) rnorm2[i] = 0.f;
+  __syncthreads();
+  for (int c = tid; c < BM * cpr; c += C::kThreads) {
+    const int i = c / cpr, k = c % cpr;
+    const long long row = row0 + i;
+    const bool ok = row < p.rows && rowValid(row, p.T, p.lengths);
+    float v[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++) v[j] = (ok && k * 8 + j < D) ? p.x[row * D + k * 8 + j] : 0.f;
+    if (ok || RS) {
+      float4* rr = reinterpret_cast<float4*>(res + size_t(i) * Dp) + 2 * k;
+      rr[0] = make_float4(v[0], v[1], v[2], v[3]);
+      rr[1] = make_float4(v[4], v[5], v[6], v[7]);
     }
-    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(kFull, ss, o);
-    if (lane == 0) rnorm[i] = ok ? sqrtf(ss) : -1.f;  // -1: row not valid
+    uint32_t h[4];
+    float ss = 0.f;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      __nv_bfloat162 hb = __floats2bfloat162_rn(v[2 * j], v[2 * j + 1]);
+      h[j] = *reinterpret_cast<uint32_t*>(&hb);
+      ss += v[2 * j] * v[2 * j] + v[2 * j + 1] * v[2 * j + 1];
+    }
+    *reinterpret_cast<uint4*>(sA + aOff<BM>(i, k)) = make_uint4(h[0], h[1], h[2], h[3]);
+    if (ok) atomicAdd(&rnorm2[i], ss);
+  }
+  __syncthreads();
+  for (int i = tid; i < BM; i += C::kThreads) {
+    const long long row = row0 + i;
+    rnorm[i] = (row < p.rows && rowValid(row, p.T, p.lengths)) ? sqrtf(rnorm2[i]) : -1.f;
   }
 
 #if RVQ_HAVE_WGMMA
@@ -491,11 +508,10 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     // 8 values (16 bytes of codeword) per lane and kU chunks in flight.
     constexpr int RW = BM / C::kWarps;
     const int i0 = warp * RW;
-    const bool first = q == q0;
     for (int ii = 0; ii < RW; ii++) {
       const int i = i0 + ii, s = sel[i];
       if (s < 0) continue;  // decided (or an invalid row)
-      const float* src = first ? p.x + (row0 + i) * D : p.res + (row0 + i) * Dp;
+      const float* src = res + size_t(i) * Dp;
       float bs = INFINITY;
       int bj = 0x7fffffff;
       for (int e = lane; e < K; e += 32) {
@@ -523,7 +539,6 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     }
     for (int ii = lane; ii < RW; ii += 32) rnorm2[i0 + ii] = 0.f;
     __syncwarp();
-    const int cpr = Dp / 8;  // 16-byte codeword chunks per row
     for (int base = 0; base < RW * cpr; base += 32 * kU) {
       uint4 cw[kU];
       float rv[kU][8];
@@ -534,16 +549,10 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
           int jj = -1 - sel[i];
           jj = (jj < 0 || jj >= K) ? 0 : jj;
           cw[u] = __ldg(reinterpret_cast<const uint4*>(p.words + (size_t(off) + jj) * Dp) + k);
-          if (first) {
-            const float* xr = p.x + (row0 + i) * D + k * 8;
-#pragma unroll
-            for (int v = 0; v < 8; v++) rv[u][v] = (k * 8 + v < D) ? xr[v] : 0.f;
-          } else {
-            const float4* rr = reinterpret_cast<const float4*>(p.res + (row0 + i) * Dp) + 2 * k;
-            float4 a = rr[0], b = rr[1];
-            rv[u][0] = a.x, rv[u][1] = a.y, rv[u][2] = a.z, rv[u][3] = a.w;
-            rv[u][4] = b.x, rv[u][5] = b.y, rv[u][6] = b.z, rv[u][7] = b.w;
-          }
+          const float4* rr = reinterpret_cast<const float4*>(res + size_t(i) * Dp) + 2 * k;
+          float4 a = rr[0], b = rr[1];
+          rv[u][0] = a.x, rv[u][1] = a.y, rv[u][2] = a.z, rv[u][3] = a.w;
+          rv[u][4] = b.x, rv[u][5] = b.y, rv[u][6] = b.z, rv[u][7] = b.w;
         }
       }
 #pragma unroll
@@ -562,7 +571,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
             __nv_bfloat162 hb = __floats2bfloat162_rn(r[2 * v], r[2 * v + 1]);
             h[v] = *reinterpret_cast<uint32_t*>(&hb);
           }
-          float4* rr = reinterpret_cast<float4*>(p.res + (row0 + i) * Dp) + 2 * k;
+          float4* rr = reinterpret_cast<float4*>(res + size_t(i) * Dp) + 2 * k;
           rr[0] = make_float4(r[0], r[1], r[2], r[3]);
           rr[1] = make_float4(r[4], r[5], r[6], r[7]);
           *reinterpret_cast<uint4*>(sA + aOff<BM>(i, k)) = make_uint4(h[0], h[1], h[2], h[3]);
@@ -631,17 +640,17 @@ __device__ __forceinline__ void writePadding(const Params& p, long long row0, in
   }
 }
 
-template <int BM, int BN, int WM, int WN, int S, bool WG, class B>
+template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS>
 __device__ __forceinline__ void encode(const Params& p) {
   extern __shared__ __align__(1024) char rvqSmem[];
   long long row0 = static_cast<long long>(blockIdx.x) * BM;
   writePadding(p, row0, BM);
   int split = static_cast<int>(p.split), Q = static_cast<int>(p.Q);
   if (split == 0) {
-    encodeChain<BM, BN, WM, WN, S, WG, B>(p, 0, Q, row0, rvqSmem);
+    encodeChain<BM, BN, WM, WN, S, WG, B, RS>(p, 0, Q, row0, rvqSmem);
   } else {
-    encodeChain<BM, BN, WM, WN, S, WG, B>(p, 0, split, row0, rvqSmem);
-    encodeChain<BM, BN, WM, WN, S, WG, B>(p, split, Q, row0, rvqSmem);
+    encodeChain<BM, BN, WM, WN, S, WG, B, RS>(p, 0, split, row0, rvqSmem);
+    encodeChain<BM, BN, WM, WN, S, WG, B, RS>(p, split, Q, row0, rvqSmem);
   }
   writeQuantized<BM>(p, row0);
 }
@@ -657,20 +666,24 @@ __device__ __forceinline__ void encode(const Params& p) {
 
 // Variants (BM, BN, WM x WN warps, ring depth S); the Go launcher picks one
 // per D (shared memory) and $EDGE_RVQ_VARIANT overrides it for sweeps.
-#define RVQ_VARIANT(name, BM, BN, WM, WN, S, MINB, WG, B)                                          \
+#define RVQ_VARIANT(name, BM, BN, WM, WN, S, MINB, WG, B, RS)                                      \
   extern "C" __global__ void __launch_bounds__(WM * WN * 32, MINB) name(RVQ_ENCODE_ARGS) { \
-    rvqk::encode<BM, BN, WM, WN, S, WG, rvqk::B>(RVQ_PARAMS);                               \
+    rvqk::encode<BM, BN, WM, WN, S, WG, rvqk::B, RS>(RVQ_PARAMS);                           \
   }
-RVQ_VARIANT(rvq_encode_m128n128w24s4, 128, 128, 2, 4, 4, 1, false, Best)
-RVQ_VARIANT(rvq_encode_m128n128w24s4p, 128, 128, 2, 4, 4, 1, false, BestPacked)
-RVQ_VARIANT(rvq_encode_m128n256w24s3p, 128, 256, 2, 4, 3, 1, false, BestPacked)
-RVQ_VARIANT(rvq_encode_m256n128w42s3p, 256, 128, 4, 2, 3, 1, false, BestPacked)
-RVQ_VARIANT(rvq_encode_m64n128w14s4p, 64, 128, 1, 4, 4, 1, false, BestPacked)
-RVQ_VARIANT(rvq_encode_m64n128w22s4x2p, 64, 128, 2, 2, 4, 2, false, BestPacked)
+// name: m<BM> n<BN> w<WM><WN> (warps) s<ring depth>, p: packed running
+// minimum, r: fp32 residual in shared memory, x2: two CTAs an SM.
+RVQ_VARIANT(rvq_encode_m128n128w24s4p, 128, 128, 2, 4, 4, 1, false, BestPacked, false)
+RVQ_VARIANT(rvq_encode_m128n128w24s4, 128, 128, 2, 4, 4, 1, false, Best, false)
+RVQ_VARIANT(rvq_encode_m128n128w24s4pr, 128, 128, 2, 4, 4, 1, false, BestPacked, true)
+RVQ_VARIANT(rvq_encode_m128n256w24s3p, 128, 256, 2, 4, 3, 1, false, BestPacked, false)
+RVQ_VARIANT(rvq_encode_m256n128w42s3p, 256, 128, 4, 2, 3, 1, false, BestPacked, false)
+RVQ_VARIANT(rvq_encode_m64n128w14s4p, 64, 128, 1, 4, 4, 1, false, BestPacked, false)
+RVQ_VARIANT(rvq_encode_m64n128w22s4x2p, 64, 128, 2, 2, 4, 2, false, BestPacked, false)
 // Hopper: wgmma m64n128k16 from shared memory, a warpgroup per 64 rows (the
 // mma.sync tiling WM x 1 warps, 16 rows x 128 codewords a warp, elsewhere).
-RVQ_VARIANT(rvq_encode_wg_m128n128s4p, 128, 128, 8, 1, 4, 1, true, BestPacked)
-RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, BestPacked)
+RVQ_VARIANT(rvq_encode_wg_m128n128s4p, 128, 128, 8, 1, 4, 1, true, BestPacked, false)
+RVQ_VARIANT(rvq_encode_wg_m128n128s4pr, 128, 128, 8, 1, 4, 1, true, BestPacked, true)
+RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, BestPacked, false)
 
 // rvq_small_score: stage q of the small-batch path. Grid (ceil(K/256),
 // nrows), block 256: thread e scores entry e exactly (CPU formula) for the

@@ -47,34 +47,44 @@ const (
 	EnvVariant = "EDGE_RVQ_VARIANT"
 )
 
-// variant is one instantiation of the fused encoder (kernels/rvq.cu).
+// variant is one instantiation of the fused encoder (kernels/rvq.cu): BM
+// rows a CTA, N-tiles of BN codewords, WM x WN warps, a ring of stage slots;
+// rs: the fp32 residual lives in shared memory (else in global scratch).
 type variant struct {
 	name                  string
 	bm, bn, wm, wn, stage int
+	rs                    bool
 }
 
 // threads is its block size.
 func (v variant) threads() int { return 32 * v.wm * v.wn }
 
-// shared is its dynamic shared memory for rows of dp values (mirrors
-// rvqk::Cfg::shared).
+// shared is its dynamic shared memory for rows of dp values: the bf16 A
+// tile, the ring (codewords and hn), the per-warp partial minima, three
+// per-row words and, with rs, the fp32 residual rows.
 func (v variant) shared(dp int) int {
-	return v.bm*dp*2 + v.stage*(v.bn*dimAlign*2+v.bn*4) + v.wn*v.bm*12 + v.bm*12
+	n := v.bm*dp*2 + v.stage*(v.bn*dimAlign*2+v.bn*4) + v.wn*v.bm*12 + v.bm*12
+	if v.rs {
+		n += v.bm * dp * 4
+	}
+	return n
 }
 
 // variants in order of preference: Encode takes the first whose shared
 // memory fits the device for the codebooks' D.
 var variants = []variant{
-	{"rvq_encode_m128n128w24s4p", 128, 128, 2, 4, 4},
-	{"rvq_encode_m128n128w24s4", 128, 128, 2, 4, 4},
-	{"rvq_encode_m128n256w24s3p", 128, 256, 2, 4, 3},
-	{"rvq_encode_m256n128w42s3p", 256, 128, 4, 2, 3},
-	{"rvq_encode_m64n128w14s4p", 64, 128, 1, 4, 4},
-	{"rvq_encode_m64n128w22s4x2p", 64, 128, 2, 2, 4},
+	{"rvq_encode_m128n128w24s4p", 128, 128, 2, 4, 4, false},
+	{"rvq_encode_m128n128w24s4", 128, 128, 2, 4, 4, false},
+	{"rvq_encode_m128n128w24s4pr", 128, 128, 2, 4, 4, true},
+	{"rvq_encode_m128n256w24s3p", 128, 256, 2, 4, 3, false},
+	{"rvq_encode_m256n128w42s3p", 256, 128, 4, 2, 3, false},
+	{"rvq_encode_m64n128w14s4p", 64, 128, 1, 4, 4, false},
+	{"rvq_encode_m64n128w22s4x2p", 64, 128, 2, 2, 4, false},
 	// wgmma on sm_90a when kernels/rvq.cu is built with RVQ_WGMMA, the same
 	// tiling on mma.sync otherwise.
-	{"rvq_encode_wg_m128n128s4p", 128, 128, 8, 1, 4},
-	{"rvq_encode_wg_m256n128s3p", 256, 128, 16, 1, 3},
+	{"rvq_encode_wg_m128n128s4p", 128, 128, 8, 1, 4, false},
+	{"rvq_encode_wg_m128n128s4pr", 128, 128, 8, 1, 4, true},
+	{"rvq_encode_wg_m256n128s3p", 256, 128, 16, 1, 3, false},
 }
 
 // cudaKernels is the loaded kernel set of a backend.
