@@ -23,9 +23,9 @@
 // # The fused encoder (rvq_encode_*: mma.sync m16n8k16 bf16, fp32 accumulate)
 //
 // Grid: one CTA per BM consecutive rows; block: WM x WN warps. The CTA runs
-// every stage of every chain for its rows; the residual never leaves it
-// except through its own global scratch rows (fp32, L2-resident, read and
-// written once per stage by the same CTA).
+// every stage of every chain for its rows. The fp32 residual rows live in
+// shared memory (variants "r") or in the CTA's own global scratch rows
+// (L2-resident, read and written once per stage by the same CTA).
 //
 //   * A operand: the residual rounded to bf16 (RN) in shared memory,
 //     k-chunk-major [Dp/64][BM][64] with the 128-byte XOR swizzle
@@ -62,14 +62,14 @@
 //   * Update: warp w owns rows [w*RW, (w+1)*RW) (RW = BM / warps): after
 //     re-scoring its near ties it applies r -= C_j (fp32, elementwise, the
 //     CPU's operation) to all its rows with 16-byte codeword chunks, kU per
-//     lane in flight, writing r to the scratch rows and bf16(r) to the A
+//     lane in flight, writing r to its residual rows and bf16(r) to the A
 //     tile, ||r||^2 by shared-memory atomics; lane-parallel code stores.
 //   * quantized is written once at the end from the codes (writeQuantized):
 //     each chain's codewords summed in stage order from +0, the second
 //     chain's sum added to the first's, as the CPU does.
 //
 // Shared memory: BM*Dp*2 (A) + S*(BN*64*2 + BN*4) (ring) + WN*BM*12
-// (partials) + BM*12 (||r||, ||r||^2, decisions). Registers: MT*NT*4 accumulators + 4*MT + 2*NT fragment
+// (partials) + BM*12 (||r||, ||r||^2, decisions) [+ BM*Dp*4 (residual)]. Registers: MT*NT*4 accumulators + 4*MT + 2*NT fragment
 // registers + 3*2*MT running minima; ptxas -v figures are in the fatbin's
 // ptxas.log (see docs/bench/rvq_gpu.md).
 //
