@@ -70,7 +70,7 @@
 //
 // Shared memory: BM*Dp*2 (A) + S*(BN*64*2 + BN*4) (ring) + WN*BM*12
 // (partials) + BM*12 (||r||, ||r||^2, decisions) [+ BM*Dp*4 (residual)];
-// e.g. 98 KiB for m128n128s4 at D = 128, 164 KiB with the residual.
+// e.g. 106 KiB for m128n128s4 at D = 128, 170 KiB with the residual.
 // Registers: MT*NT*4 accumulators + 4*MT + 2*NT fragment registers + 2 or 3
 // per running minimum (2*MT rows a thread); ptxas -v figures are in the
 // fatbin's ptxas.log (see docs/bench/rvq_gpu.md).
