@@ -3,10 +3,12 @@
 package rvq
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
 	"os"
+	"sync"
 
 	kern "github.com/edgespeech/edge/kernels"
 	rt "github.com/edgespeech/edge/runtime"
@@ -20,9 +22,11 @@ import (
 // The CUDA ops take x / codes in device memory (host tensors are uploaded)
 // and return device-resident outputs. The codebooks are checked and
 // prepared on the host (the same checks as the CPU op, ||C_e||^2/2 computed
-// by the CPU code so that it is bit-identical) and uploaded on every Run; Go
-// callers that reuse them hold a DeviceCodebooks instead. One 8-byte status
-// word comes back per Run (the input check), the only synchronising copy.
+// by the CPU code so that it is bit-identical) and uploaded when they change
+// (the op compares them with the last ones it prepared); Go callers can hold
+// a DeviceCodebooks instead. One 8-byte status word comes back per Run (the
+// input check), the only synchronising copy besides a device codebooks
+// input, which is downloaded for that comparison.
 func init() {
 	rt.RegisterImplementation("rvq_encode", "cuda", cuda.Constructor(newCUDAOp(true)))
 	rt.RegisterImplementation("rvq_decode", "cuda", cuda.Constructor(newCUDAOp(false)))
@@ -512,12 +516,106 @@ func (s *devScratch) free() {
 	}
 }
 
-// cudaOp is rvq_encode or rvq_decode on the CUDA backend.
+// cudaOp is rvq_encode or rvq_decode on the CUDA backend. It keeps the
+// device codebooks of the last Run and reuses them while the codebooks
+// input holds the same bytes (shape, dtype and every value compared), so a
+// pipeline pays for checking and uploading them once. Close frees them.
 type cudaOp struct {
 	be     *cuda.Backend
 	sizes  []int
 	split  int
 	encode bool
+
+	mu     sync.Mutex
+	cached *sharedBooks // the last prepared codebooks
+}
+
+// sharedBooks is a DeviceCodebooks with the input bytes it was made from
+// and a count of the Runs using it; it is freed when it is neither cached
+// nor in use.
+type sharedBooks struct {
+	dc     *DeviceCodebooks
+	key    []byte // dtype, shape and bytes of the codebooks input
+	refs   int
+	cached bool
+}
+
+// Close frees the cached device codebooks (once no Run uses them).
+func (o *cudaOp) Close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cached != nil {
+		o.cached.cached = false
+		o.drop(o.cached)
+		o.cached = nil
+	}
+	return nil
+}
+
+// drop frees sb when nothing holds it; o.mu is held.
+func (o *cudaOp) drop(sb *sharedBooks) {
+	if sb.refs == 0 && !sb.cached {
+		sb.dc.Free()
+	}
+}
+
+// codebooks returns device codebooks for the input (cached while its bytes
+// are unchanged) and the function that ends this Run's use of them.
+func (o *cudaOp) codebooks(t *rt.Tensor) (*DeviceCodebooks, func(), error) {
+	h, err := o.be.Download(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	key := append([]byte(fmt.Sprintf("%v %v:", h.DType(), h.Shape())), tensorBytes(h)...)
+	o.mu.Lock()
+	sb := o.cached
+	if sb == nil || !bytes.Equal(sb.key, key) {
+		o.mu.Unlock()
+		c, err := CodebooksFromTensor(h, o.sizes)
+		if err != nil {
+			return nil, nil, fmt.Errorf("input \"codebooks\" %v: %w", h.Shape(), err)
+		}
+		if c, err = c.WithSplit(o.split); err != nil {
+			return nil, nil, err
+		}
+		dc, err := NewDeviceCodebooks(o.be, c)
+		if err != nil {
+			return nil, nil, err
+		}
+		o.mu.Lock()
+		if o.cached != nil {
+			o.cached.cached = false
+			o.drop(o.cached)
+		}
+		sb = &sharedBooks{dc: dc, key: key, cached: true}
+		o.cached = sb
+	}
+	sb.refs++
+	o.mu.Unlock()
+	return sb.dc, func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		sb.refs--
+		o.drop(sb)
+	}, nil
+}
+
+// tensorBytes views a host tensor's values as bytes.
+func tensorBytes(t *rt.Tensor) []byte {
+	switch t.DType() {
+	case rt.F32:
+		return cuda.Bytes(t.F32())
+	case rt.U16:
+		return u16Bytes(t.U16())
+	case rt.I16:
+		v := t.I16()
+		u := make([]uint16, len(v))
+		for i, x := range v {
+			u[i] = uint16(x)
+		}
+		return u16Bytes(u)
+	}
+	return nil
 }
 
 func newCUDAOp(encode bool) func(rt.Params, *cuda.Backend) (rt.Op, error) {
@@ -542,22 +640,11 @@ func (o *cudaOp) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	cbt, err := o.be.Download(in["codebooks"])
+	dc, release, err := o.codebooks(in["codebooks"])
 	if err != nil {
 		return nil, err
 	}
-	c, err := CodebooksFromTensor(cbt, o.sizes)
-	if err != nil {
-		return nil, fmt.Errorf("input \"codebooks\" %v: %w", cbt.Shape(), err)
-	}
-	if c, err = c.WithSplit(o.split); err != nil {
-		return nil, err
-	}
-	dc, err := NewDeviceCodebooks(o.be, c)
-	if err != nil {
-		return nil, err
-	}
-	defer dc.Free()
+	defer release()
 	if o.encode {
 		return o.runEncode(dc, in)
 	}

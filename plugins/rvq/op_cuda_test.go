@@ -363,3 +363,39 @@ func TestCUDAOp(t *testing.T) {
 	_, err = inst.Run(context.Background(), runtime.Tensors{"x": in["x"], "codebooks": runtime.Must(runtime.FromSlice(runtime.F32, runtime.Shape{1, 2, 32}, make([]float32, 64)))})
 	assert.ErrorContains(t, err, "D = 64, but the codebooks have D = 32")
 }
+
+// TestCUDAOpCodebookCache: one instance, codebooks unchanged (cached),
+// changed in place (re-prepared), then closed.
+func TestCUDAOpCodebookCache(t *testing.T) {
+	be := cudaBackend(t)
+	rng := rand.New(rand.NewPCG(4, 4))
+	books, x, _ := synth(rng, 2*30, 3, 100, 64)
+	flat := make([]uint16, 0, 3*100*64)
+	for _, b := range books {
+		flat = append(flat, b...)
+	}
+	xt := runtime.Must(runtime.FromSlice(runtime.F32, runtime.Shape{2, 30, 64}, x))
+	inst, err := runtime.New("rvq_encode", nil, be)
+	require.NoError(t, err)
+	cpu, err := runtime.New("rvq_encode", nil, runtime.CPU)
+	require.NoError(t, err)
+	for step := range 3 {
+		if step == 2 { // same tensor, new values
+			for i := range flat {
+				flat[i] = roundBF16(BF16ToFloat32(flat[i]) * -0.75)
+			}
+		}
+		cb := runtime.Must(runtime.FromSlice(runtime.U16, runtime.Shape{3, 100, 64}, flat))
+		in := runtime.Tensors{"x": xt, "codebooks": cb}
+		want, err := cpu.Run(context.Background(), in)
+		require.NoError(t, err)
+		out, err := inst.Run(context.Background(), in)
+		require.NoError(t, err)
+		codes, err := be.Download(out["codes"])
+		require.NoError(t, err)
+		quant, err := be.Download(out["quantized"])
+		require.NoError(t, err)
+		requireSame(t, want["codes"].I32(), codes.I32(), want["quantized"].F32(), quant.F32(), 3)
+	}
+	require.NoError(t, inst.Close())
+}
