@@ -681,6 +681,7 @@ RVQ_VARIANT(rvq_encode_m128n256w24s3p, 128, 256, 2, 4, 3, 1, false, BestPacked, 
 RVQ_VARIANT(rvq_encode_m256n128w42s3p, 256, 128, 4, 2, 3, 1, false, BestPacked, false)
 RVQ_VARIANT(rvq_encode_m64n128w14s4p, 64, 128, 1, 4, 4, 1, false, BestPacked, false)
 RVQ_VARIANT(rvq_encode_m64n128w22s4x2p, 64, 128, 2, 2, 4, 2, false, BestPacked, false)
+RVQ_VARIANT(rvq_encode_m128n128w22s4x2p, 128, 128, 2, 2, 4, 2, false, BestPacked, false)
 // Hopper: wgmma m64n128k16 from shared memory, a warpgroup per 64 rows (the
 // mma.sync tiling WM x 1 warps, 16 rows x 128 codewords a warp, elsewhere).
 RVQ_VARIANT(rvq_encode_wg_m128n128s4p, 128, 128, 8, 1, 4, 1, true, BestPacked, false)

@@ -84,6 +84,7 @@ var variants = []variant{
 	{"rvq_encode_m256n128w42s3p", 256, 128, 4, 2, 3, false},
 	{"rvq_encode_m64n128w14s4p", 64, 128, 1, 4, 4, false},
 	{"rvq_encode_m64n128w22s4x2p", 64, 128, 2, 2, 4, false},
+	{"rvq_encode_m128n128w22s4x2p", 128, 128, 2, 2, 4, false},
 	// wgmma on sm_90a when kernels/rvq.cu is built with RVQ_WGMMA, the same
 	// tiling on mma.sync otherwise.
 	{"rvq_encode_wg_m128n128s4p", 128, 128, 8, 1, 4, false},
