@@ -107,12 +107,20 @@ __device__ ArgBest<V> blockArgMax(ArgBest<V> a, V* sv, int* si) {
 // from s-1, c2: from s-2) are the packed backpointers of those states: 2
 // bits per state and frame, bp[(t-1)][plane][ceil(S/32)] uint32. Frame t
 // reads row t-1 from shared memory (double-buffered rows of S+2 values, two
-// sentinels), so one __syncthreads per frame and no global load in the
-// frame loop: each thread copies the emissions of its own states for
-// chunks of K frames (K = the launch's `chunk`) into shared memory with
-// cp.async, two chunks ahead (double-buffered [2][K][S] floats), and reads
-// frame t+1's value before frame t's barrier. Slots are thread-private, so
-// the copies need no barrier, only the thread's own wait.
+// sentinels), so one __syncthreads per frame and no global memory access in
+// the frame's critical path:
+// - emissions: each thread copies those of its own states for chunks of K
+//   frames (K = the launch's `chunk`) into shared memory with cp.async, two
+//   chunks ahead (double-buffered [2][K][S] floats), and reads frame t+1's
+//   value while frame t computes. Slots are thread-private, so the copies
+//   need no barrier, only the thread's own wait.
+// - backpointers: lane 0 of each warp puts its ballot words into a shared
+//   ring of R frames (R = `ring`; two halves of [R][2][ceil(S/32)] words);
+//   when a half is full the block copies it to bp with coalesced stores in
+//   the next frame (no barrier of its own), and the rest after the loop.
+//   With R = 0, lane 0 stores the words to bp every frame.
+// int32: the row maxima of frame t-1 are read as 32 per-warp maxima
+// (unused warps hold the floor) with vector loads and a DPX max3 tree.
 //
 // Backtrace: warp 0 walks 32 frames per round: the lanes cp.async, for the
 // 32 frames of the next round, the 5 backpointer words per plane that can
@@ -123,10 +131,11 @@ __device__ ArgBest<V> blockArgMax(ArgBest<V> a, V* sv, int* si) {
 // in chunks and thread 0 sums them in float64, in frame order, as the CPU
 // does.
 //
-// Shared memory (ctcShared in ops_cuda.go): labels 4*S, per-warp maxima
-// 256, then a region of max(2*(S+2) + 2*K*S, 1024) 4-byte words: the rows and
-// the emission chunks while aligning, the backtrace and sum scratch after.
-// Global scratch: (T_b-1)*ceil(S/32)*8 bytes of backpointers per item.
+// Shared memory (ctcShared in ops_cuda.go): per-warp maxima 256 B, labels
+// 4*S, the ring 16*R*ceil(S/32), then a region of max(2*(S+2) + 2*K*S,
+// 1024) 4-byte words: the rows and the emission chunks while aligning, the
+// backtrace and sum scratch after. Global scratch: (T_b-1)*ceil(S/32)*8
+// bytes of backpointers per item.
 //
 // Numerics: float32: torchaudio's CPU rule (s-2 only if strictly greater
 // than both, else s-1 only if strictly greater than both, else s), value r +
@@ -138,16 +147,28 @@ __device__ ArgBest<V> blockArgMax(ArgBest<V> a, V* sv, int* si) {
 constexpr int kCtcRegion = 1024;  // smallest scratch region, in words
 constexpr int kBtWords = 5;        // backpointer words per plane and frame fetched by the backtrace
 
+// rowMax32 is the maximum of the 32 values at wm (16-byte aligned).
+__device__ __forceinline__ int rowMax32(const int* wm) {
+  const int4* v = reinterpret_cast<const int4*>(wm);
+  int m[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int4 q = v[i];
+    m[i] = max(max3(q.x, q.y, q.z), q.w);
+  }
+  return max3(max3(m[0], m[1], m[2]), max3(m[3], m[4], m[5]), max(m[6], m[7]));
+}
+
 template <class V, int MP>
 __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
                          const long long* __restrict__ meta, const int* __restrict__ table,
-                         unsigned* __restrict__ bp, long long blank, double star, double scale, int K,
+                         unsigned* __restrict__ bp, long long blank, double star, double scale, int K, int R,
                          int* __restrict__ alignment, float* __restrict__ frameScores,
                          float* __restrict__ score, long long* __restrict__ status) {
   extern __shared__ __align__(16) unsigned char smem[];
   using L = Lane<V>;
   const int b = blockIdx.x;
-  const int tid = threadIdx.x, bd = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = bd >> 5;
+  const int tid = threadIdx.x, bd = blockDim.x, lane = tid & 31, warp = tid >> 5;
   const long long* mt = meta + 4 * b;
   const int Tb = (int)mt[0], S = (int)mt[1];
   const int* tab = table + mt[2];
@@ -157,10 +178,11 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
   int* ali = alignment + (long long)b * T;
   float* fs = frameScores + (long long)b * T;
 
-  // Shared memory: labels, per-warp maxima, then the region.
-  int* shLab = (int*)smem;                      // [S]
-  int* wmax = shLab + S;                        // [2][32]
-  V* row0 = (V*)(wmax + 64);                    // [S+2]
+  // Shared memory: per-warp maxima, labels, the ring, then the region.
+  int* wmax = (int*)smem;                       // [2][32]
+  int* shLab = wmax + 64;                       // [S]
+  unsigned* ring = (unsigned*)(shLab + S);      // [2][R][2W]
+  V* row0 = (V*)(ring + 2 * R * 2 * W);         // [S+2]
   V* row1 = row0 + (S + 2);                     // [S+2]
   float* emb = (float*)(row1 + (S + 2));        // [2][K][S]
   unsigned* shBp = (unsigned*)row0;             // [2][32][2][kBtWords], backtrace only
@@ -171,16 +193,15 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
 
   for (long long t = Tb + tid; t < T; t += bd) ali[t] = -1, fs[t] = 0.f;
 
-  int lab[MP], first[MP], end[MP];
+  int first[MP], end[MP];
   unsigned skip = 0;
 #pragma unroll
   for (int p = 0; p < MP; ++p) {
     const int s = p * bd + tid;
-    lab[p] = (int)blank, first[p] = Tb, end[p] = 0;  // states >= S: never in the window
+    first[p] = Tb, end[p] = 0;  // states >= S: never in the window
     if (s < S) {
       const int v = tab[s];
-      lab[p] = v & kLabelMask;
-      shLab[s] = lab[p];
+      shLab[s] = v & kLabelMask;
       if ((v >> 30) & 1) skip |= 1u << p;
       first[p] = tab[S + s], end[p] = tab[2 * S + s];
     }
@@ -192,14 +213,15 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
   // or written directly.
   auto fetch = [&](int c) {
     float* buf = emb + (c & 1) * K * S;
-    for (int k = 0; k < K; ++k) {
-      const int t = 1 + c * K + k;
 #pragma unroll
-      for (int p = 0; p < MP; ++p) {
-        const int s = p * bd + tid;
+    for (int p = 0; p < MP; ++p) {
+      const int s = p * bd + tid;
+      const int l = s < S ? shLab[s] : 0;  // this thread's own label slot
+      for (int k = 0; k < K; ++k) {
+        const int t = 1 + c * K + k;
         if (in(t, p)) {
-          if (lab[p] < C)
-            cpAsync4(buf + k * S + s, x + (long long)t * C + lab[p]);
+          if (l < C)
+            cpAsync4(buf + k * S + s, x + (long long)t * C + l);
           else
             buf[k * S + s] = starF;
         }
@@ -207,17 +229,23 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
     }
     cpAsyncCommit();
   };
-  // next reads frame t's emissions (chunk slot k of buffer c & 1).
-  V ecur[MP];
-  auto next = [&](int c, int k, int t) {
+  // emission reads frame t's emissions (chunk slot k of buffer c & 1).
+  auto emission = [&](V* e, int c, int k, int t) {
     const float* buf = emb + (c & 1) * K * S + k * S;
 #pragma unroll
-    for (int p = 0; p < MP; ++p) ecur[p] = in(t, p) ? L::load(buf[p * bd + tid], scale) : V(0);
+    for (int p = 0; p < MP; ++p) e[p] = in(t, p) ? L::load(buf[p * bd + tid], scale) : V(0);
+  };
+  // flush copies n rows of ring half h to bp rows r0.. (coalesced).
+  auto flush = [&](int h, int r0, int n) {
+    const unsigned* src = ring + h * R * 2 * W;
+    unsigned* dst = bpi + (long long)r0 * 2 * W;
+    for (int i = tid; i < n * 2 * W; i += bd) dst[i] = src[i];
   };
 
   if (Tb > 1) fetch(0);
   if (Tb > 1 + K) fetch(1);
   for (int i = tid; i < 2 * (S + 2); i += bd) row0[i] = neg;
+  if (tid < 64) wmax[tid] = kCtcNeg;
   __syncthreads();
   {
     int wm = kCtcNeg;
@@ -225,7 +253,8 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
     for (int p = 0; p < MP; ++p) {
       const int s = p * bd + tid;
       if (in(0, p)) {
-        const V v = L::load(lab[p] < C ? x[lab[p]] : starF, scale);
+        const int l = shLab[s];
+        const V v = L::load(l < C ? x[l] : starF, scale);
         row0[s + 2] = v;
         if constexpr (L::kInt) wm = max(wm, (int)v);
       }
@@ -235,30 +264,48 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
       if (lane == 0) wmax[warp] = wm;
     }
   }
+  V ecur[MP];
   if (Tb > 1) {
     if (Tb > 1 + K)
       cpAsyncWait<1>();
     else
       cpAsyncWait<0>();
-    next(0, 0, 1);
+    emission(ecur, 0, 0, 1);
   }
   __syncthreads();
 
-  // Lane 0 of each warp stores the warp's two ballot words per pass at
-  // word wi of row t-1 (bpt advances a row per frame).
+  // Lane 0 of each warp writes the warp's two ballot words of pass p at
+  // word (p*blockDim)/32 + warp of row t-1: ring slot j of half h, or bp
+  // itself (bpt).
   unsigned* bpt = bpi;
-  int bpw[MP];
-#pragma unroll
-  for (int p = 0; p < MP; ++p) bpw[p] = lane == 0 && (p * bd >> 5) + warp < W ? (p * bd >> 5) + warp : -1;
+  int h = 0, j = 0;
   for (int t = 1, c = 0, k = 0; t < Tb; ++t, bpt += 2 * W) {
     const V* prev = (t & 1) ? row0 : row1;
     V* cur = (t & 1) ? row1 : row0;
+    if (R > 0 && j == 0 && t > 1) flush(h ^ 1, t - 1 - R, R);
+    // Frame t+1's emissions (independent of the recurrence): at a chunk's
+    // end, its buffer is refilled two chunks ahead and the next chunk
+    // awaited.
+    V enext[MP];
+    if (t + 1 < Tb) {
+      if (++k == K) {
+        k = 0;
+        ++c;
+        if (1 + (c + 1) * K < Tb) {
+          fetch(c + 1);
+          cpAsyncWait<1>();
+        } else {
+          cpAsyncWait<0>();
+        }
+      }
+      emission(enext, c, k, t + 1);
+    }
     int m = 0;
-    if constexpr (L::kInt) m = rowMax(wmax + ((t - 1) & 1) * 32, nw);
+    if constexpr (L::kInt) m = rowMax32(wmax + ((t - 1) & 1) * 32);
     int wm = kCtcNeg;
+    unsigned* dst = R > 0 ? ring + (h * R + j) * 2 * W : bpt;
 #pragma unroll
-    for (int p = 0; p < MP; ++p) {
-      const int s = p * bd + tid;
+    for (int p = 0; p < MP; ++p) {      const int s = p * bd + tid;
       V v = neg;
       bool c1 = false, c2 = false;
       if (in(t, p)) {
@@ -278,29 +325,24 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
       }
       if (s < S) cur[s + 2] = v;
       const unsigned b1 = __ballot_sync(kFull, c1), b2 = __ballot_sync(kFull, c2);
-      if (bpw[p] >= 0) bpt[bpw[p]] = b1, bpt[W + bpw[p]] = b2;
+      const int wi = (p * bd >> 5) + warp;
+      if (lane == 0 && wi < W) dst[wi] = b1, dst[W + wi] = b2;
       if constexpr (L::kInt) wm = max(wm, (int)v);
     }
     if constexpr (L::kInt) {
       wm = warpMax(wm);
       if (lane == 0) wmax[(t & 1) * 32 + warp] = wm;
     }
-    // Frame t+1's emissions, before the barrier: at a chunk's end, its
-    // buffer is refilled two chunks ahead and the next chunk awaited.
-    if (t + 1 < Tb) {
-      if (++k == K) {
-        k = 0;
-        ++c;
-        if (1 + (c + 1) * K < Tb) {
-          fetch(c + 1);
-          cpAsyncWait<1>();
-        } else {
-          cpAsyncWait<0>();
-        }
-      }
-      next(c, k, t + 1);
-    }
+#pragma unroll
+    for (int p = 0; p < MP; ++p) ecur[p] = enext[p];
+    if (++j == R) j = 0, h ^= 1;
     __syncthreads();
+  }
+  if (R > 0 && Tb > 1) {  // the rows still in the ring (the loop ended on a barrier)
+    if (j == 0)
+      flush(h ^ 1, Tb - 1 - R, R);
+    else
+      flush(h, Tb - 1 - j, j);
   }
 
   // Final state (every warp reads it before the scratch overlays the rows).
@@ -711,44 +753,45 @@ extern "C" __global__ void dpx_quantize(const float* __restrict__ x, long long n
 
 // dpx_ctc_align_{f32,i32}_p{1,2,4,8}: ctcAlign with MP = 1, 2, 4, 8 state
 // passes per thread (the launcher picks the smallest that covers S with
-// blockDim <= 1024); chunk is K, the frames per emission chunk.
+// blockDim <= 1024); chunk is K, the frames per emission chunk, and ring R,
+// the frames of backpointers staged in shared memory (0: none).
 #define DPX_CTC_ARGS                                                                                     \
   const float *lp, long long T, long long C, const long long *meta, const int *table, unsigned *bp,     \
-      long long blank, double star, double scale, long long chunk, int *alignment, float *frameScores,  \
-      float *score, long long *status
+      long long blank, double star, double scale, long long chunk, long long ring, int *alignment,      \
+      float *frameScores, float *score, long long *status
 // (Written out, not macro-generated: ptxas 11.8 crashes on the line info of
 // kernels expanded from one macro line.)
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p1(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<float, 1>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, alignment, frameScores,
-                         score, status);
+  dpxk::ctcAlign<float, 1>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, alignment,
+                         frameScores, score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p2(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<float, 2>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, alignment, frameScores,
-                         score, status);
+  dpxk::ctcAlign<float, 2>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, alignment,
+                         frameScores, score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p4(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<float, 4>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, alignment, frameScores,
-                         score, status);
+  dpxk::ctcAlign<float, 4>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, alignment,
+                         frameScores, score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p8(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<float, 8>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, alignment, frameScores,
-                         score, status);
+  dpxk::ctcAlign<float, 8>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, alignment,
+                         frameScores, score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p1(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<int, 1>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, alignment, frameScores,
-                         score, status);
+  dpxk::ctcAlign<int, 1>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, alignment,
+                         frameScores, score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p2(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<int, 2>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, alignment, frameScores,
-                         score, status);
+  dpxk::ctcAlign<int, 2>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, alignment,
+                         frameScores, score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p4(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<int, 4>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, alignment, frameScores,
-                         score, status);
+  dpxk::ctcAlign<int, 4>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, alignment,
+                         frameScores, score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p8(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<int, 8>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, alignment, frameScores,
-                         score, status);
+  dpxk::ctcAlign<int, 8>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, alignment,
+                         frameScores, score, status);
 }
 
 extern "C" __global__ void __launch_bounds__(1024)

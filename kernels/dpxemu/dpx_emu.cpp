@@ -44,6 +44,9 @@ uint3e blockDim, gridDim;
 struct int2 {
   int x, y;
 };
+struct int4 {
+  int x, y, z, w;
+};
 inline int2 make_int2(int x, int y) { return {x, y}; }
 
 namespace dpxk {
@@ -148,8 +151,8 @@ int main(int argc, char** argv) {
   const bool i32 = std::string(argv[2]) == "i32";
   dir = argv[3];
   std::vector<double> a = readv<double>("args.f64");
-  if (op == "ctc") {  // args: B T C blank star scale bd chunk
-    const long long B = a[0], T = a[1], C = a[2], blank = a[3], bd = a[6], chunk = a[7];
+  if (op == "ctc") {  // args: B T C blank star scale bd chunk ring
+    const long long B = a[0], T = a[1], C = a[2], blank = a[3], bd = a[6], chunk = a[7], ring = a[8];
     const double star = a[4], scale = a[5];
     auto lp = readv<float>("lp.f32");
     auto meta = readv<long long>("meta.i64");
@@ -174,8 +177,8 @@ int main(int argc, char** argv) {
     const Kernel k = (i32 ? i32k : f32)[mp == 1 ? 0 : mp == 2 ? 1 : mp == 4 ? 2 : 3];
     std::memset(dpxk::smem, 0xA5, sizeof dpxk::smem);  // stale shared memory
     launch(B, 1, bd, [&] {
-      k(lp.data(), T, C, meta.data(), table.data(), bp.data(), blank, star, scale, chunk, ali.data(), fs.data(),
-        score.data(), status.data());
+      k(lp.data(), T, C, meta.data(), table.data(), bp.data(), blank, star, scale, chunk, ring, ali.data(),
+        fs.data(), score.data(), status.data());
     });
     writev("alignment.i32", ali);
     writev("frame_scores.f32", fs);

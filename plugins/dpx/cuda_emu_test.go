@@ -87,20 +87,23 @@ func requireF32Bits(t *testing.T, want, got []float32, name string) {
 
 func TestKernelReplayCTC(t *testing.T) {
 	// chunk: frames per emission chunk (the kernel's K): 1, a chunk that
-	// does not divide T-1, and one longer than some items.
+	// does not divide T-1, and one longer than some items. ring: frames of
+	// backpointers staged in shared memory (0: stored every frame), with
+	// items that end on a ring half's boundary and inside one.
 	cases := []struct {
-		name         string
-		C, bd, chunk int
-		Ts, Ls       []int
-		blank        int
-		star         bool
+		name               string
+		C, bd, chunk, ring int
+		Ts, Ls             []int
+		blank              int
+		star               bool
 	}{
-		{"ragged", 12, 32, 16, []int{60, 17, 1, 40, 2}, []int{20, 8, 0, 19, 1}, 0, false},
-		{"multipass", 9, 32, 5, []int{150, 130}, []int{100, 64}, 0, false},
-		{"two_pass", 9, 64, 7, []int{150, 130}, []int{50, 64}, 0, false},
-		{"one_pass", 9, 128, 6, []int{90, 70}, []int{50, 30}, 0, false},
-		{"tight", 7, 64, 1, []int{45}, []int{40}, 0, false},
-		{"star_blank_last", 10, 32, 3, []int{70, 50}, []int{25, 12}, 9, true},
+		{"ragged", 12, 32, 16, 32, []int{60, 17, 1, 40, 2}, []int{20, 8, 0, 19, 1}, 0, false},
+		{"ragged_direct", 12, 32, 4, 0, []int{60, 17, 1, 40, 2}, []int{20, 8, 0, 19, 1}, 0, false},
+		{"multipass", 9, 32, 5, 8, []int{150, 129}, []int{100, 64}, 0, false},
+		{"two_pass", 9, 64, 7, 3, []int{150, 130}, []int{50, 64}, 0, false},
+		{"one_pass", 9, 128, 6, 1, []int{90, 70}, []int{50, 30}, 0, false},
+		{"tight", 7, 64, 1, 32, []int{45}, []int{40}, 0, false},
+		{"star_blank_last", 10, 32, 3, 5, []int{70, 50}, []int{25, 12}, 9, true},
 	}
 	for i, c := range cases {
 		for _, pr := range precisions {
@@ -143,11 +146,11 @@ func TestKernelReplayCTC(t *testing.T) {
 					}
 				}
 				prec, _ := ParsePrecision(pr)
-				a, err := NewAligner(AlignOptions{Blank: c.blank, Star: c.star, StarLogProb: -0.7, Precision: prec})
+				pool, err := newAlignerPool(AlignOptions{Blank: c.blank, Star: c.star, StarLogProb: -0.7, Precision: prec})
 				require.NoError(t, err)
-				tabs := newCTCTables(a, targets, lengths)
+				tabs := newCTCTables(pool, targets, lengths)
 				dir := t.TempDir()
-				writeBin(t, dir, "args.f64", []float64{float64(B), float64(T), float64(C), float64(c.blank), float64(float32(-0.7)), DefaultScale, float64(c.bd), float64(c.chunk)})
+				writeBin(t, dir, "args.f64", []float64{float64(B), float64(T), float64(C), float64(c.blank), float64(float32(-0.7)), DefaultScale, float64(c.bd), float64(c.chunk), float64(c.ring)})
 				writeBin(t, dir, "lp.f32", in["log_probs"].F32())
 				writeBin(t, dir, "meta.i64", tabs.meta)
 				writeBin(t, dir, "table.i32", tabs.table)
@@ -174,12 +177,12 @@ func TestKernelReplayCTCGolden(t *testing.T) {
 				want, err := runOp(t, "ctc_align", params, rt.Tensors{"log_probs": lp, "targets": tg})
 				require.NoError(t, err)
 				prec, _ := ParsePrecision(pr)
-				a, err := NewAligner(AlignOptions{Blank: c.Blank, Star: c.Star, StarLogProb: c.StarLogProb, Precision: prec})
+				pool, err := newAlignerPool(AlignOptions{Blank: c.Blank, Star: c.Star, StarLogProb: c.StarLogProb, Precision: prec})
 				require.NoError(t, err)
-				tabs := newCTCTables(a, [][]int{toInts(tg.I64())}, []int{T})
+				tabs := newCTCTables(pool, [][]int{toInts(tg.I64())}, []int{T})
 				bd := max(32, (tabs.maxS/8+32)/32*32)
 				dir := t.TempDir()
-				writeBin(t, dir, "args.f64", []float64{1, float64(T), float64(C), float64(c.Blank), float64(c.StarLogProb), DefaultScale, float64(bd), 4})
+				writeBin(t, dir, "args.f64", []float64{1, float64(T), float64(C), float64(c.Blank), float64(c.StarLogProb), DefaultScale, float64(bd), 4, 16})
 				writeBin(t, dir, "lp.f32", lp.F32())
 				writeBin(t, dir, "meta.i64", tabs.meta)
 				writeBin(t, dir, "table.i32", tabs.table)

@@ -1,5 +1,10 @@
 package dpx
 
+import (
+	"context"
+	"sync"
+)
+
 // ctcTables is the host side of the CUDA CTC kernel (kernels/dpx.cu,
 // dpx_ctc_align_*), kept free of the cuda build tag so the kernels' host
 // replay (kernels/dpxemu/dpx_emu.cpp, cuda_emu_test.go) builds the same
@@ -21,42 +26,85 @@ type ctcTables struct {
 	maxS int
 }
 
-// newCTCTables builds the tables of a batch of validated targets; prep is
-// an Aligner with the op's options, used for its prepare.
+// alignerPool hands out Aligners with one set of options, for their
+// prepare (per-call scratch, so concurrent Runs and workers do not share
+// them).
+type alignerPool struct {
+	proto Aligner // validated options, no scratch
+	p     sync.Pool
+}
+
+// newAlignerPool validates opt (NewAligner's errors) and returns a pool.
+func newAlignerPool(opt AlignOptions) (*alignerPool, error) {
+	a, err := NewAligner(opt)
+	if err != nil {
+		return nil, err
+	}
+	pl := &alignerPool{proto: Aligner{opt: a.opt, quant: a.quant}}
+	pl.p.Put(a)
+	return pl, nil
+}
+
+func (pl *alignerPool) get() *Aligner {
+	if a, ok := pl.p.Get().(*Aligner); ok {
+		return a
+	}
+	return &Aligner{opt: pl.proto.opt, quant: pl.proto.quant}
+}
+
+func (pl *alignerPool) put(a *Aligner) { pl.p.Put(a) }
+
+// newCTCTables builds the tables of a batch of validated targets, items
+// spread over GOMAXPROCS workers, each with an Aligner of pool (its prepare
+// makes an item's labels and window).
 //
 // torchaudio's state window [lo(t), hi(t)) only moves forward (prepare's
 // start and end never decrease), so state s is inside it exactly for the
 // frames t with hi(t) > s and lo(t) <= s: the range [first_s, end_s) with
 // first_s the first frame where hi exceeds s and end_s the first where lo
 // does. The kernel tests that range instead of reading a window per frame.
-func newCTCTables(prep *Aligner, targets [][]int, lengths []int) ctcTables {
-	var c ctcTables
-	c.maxS = 1
+func newCTCTables(pool *alignerPool, targets [][]int, lengths []int) ctcTables {
+	B := len(targets)
+	c := ctcTables{maxS: 1, meta: make([]int64, 4*B)}
+	n := 0
 	for b, tg := range targets {
 		Tb, S := lengths[b], 2*len(tg)+1
-		prep.prepare(Tb, tg)
-		off := len(c.table)
-		c.meta = append(c.meta, int64(Tb), int64(S), int64(off), c.bpWords)
-		c.table = append(c.table, make([]int32, 3*S)...)
-		lab, first, end := c.table[off:off+S], c.table[off+S:off+2*S], c.table[off+2*S:off+3*S]
-		for s := range S {
-			lab[s] = prep.lab[s]
-			if prep.penF[s] == 0 {
-				lab[s] |= 1 << 30
-			}
-			first[s], end[s] = int32(Tb), int32(Tb)
-		}
-		h, l := 0, 0
-		for t := range Tb {
-			for ; h < min(int(prep.hi[t]), S); h++ {
-				first[h] = int32(t)
-			}
-			for ; l < min(int(prep.lo[t]), S); l++ {
-				end[l] = int32(t)
-			}
-		}
+		c.meta[4*b], c.meta[4*b+1], c.meta[4*b+2], c.meta[4*b+3] = int64(Tb), int64(S), int64(n), c.bpWords
+		n += 3 * S
 		c.bpWords += int64(Tb-1) * 2 * int64((S+31)/32)
 		c.maxS = max(c.maxS, S)
 	}
+	c.table = make([]int32, n)
+	_ = parallel(context.Background(), B, func(_, b int) error {
+		a := pool.get()
+		defer pool.put(a)
+		off, S := int(c.meta[4*b+2]), int(c.meta[4*b+1])
+		ctcItemTable(a, targets[b], lengths[b], c.table[off:off+3*S])
+		return nil
+	})
 	return c
+}
+
+// ctcItemTable writes one item's table (3*S words: labels | skip, first
+// frames, end frames) into dst.
+func ctcItemTable(a *Aligner, tg []int, Tb int, dst []int32) {
+	S := 2*len(tg) + 1
+	a.prepare(Tb, tg)
+	lab, first, end := dst[:S], dst[S:2*S], dst[2*S:3*S]
+	for s := range S {
+		lab[s] = a.lab[s]
+		if a.penF[s] == 0 {
+			lab[s] |= 1 << 30
+		}
+		first[s], end[s] = int32(Tb), int32(Tb)
+	}
+	h, l := 0, 0
+	for t := 0; t < Tb && l < S; t++ {
+		for hi := min(int(a.hi[t]), S); h < hi; h++ {
+			first[h] = int32(t)
+		}
+		for lo := min(int(a.lo[t]), S); l < lo; l++ {
+			end[l] = int32(t)
+		}
+	}
 }

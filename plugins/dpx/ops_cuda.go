@@ -198,7 +198,7 @@ func readStatus(be *cuda.Backend, status *cuda.Buffer, items int) ([]uint64, err
 type alignCUDA struct {
 	be     *cuda.Backend
 	opt    AlignOptions
-	prep   *Aligner // builds the trellis tables
+	preps  *alignerPool // Aligners whose prepare builds the trellis tables
 	check  checker
 	k      [2][4]*cuda.Kernel // [f32, i32][1, 2, 4, 8 passes]
 	shared int                // dynamic shared memory a launch may use
@@ -210,8 +210,9 @@ type alignCUDA struct {
 var ctcPasses = [4]int{1, 2, 4, 8}
 
 // Test hooks (benchmarks of the launch shape): the least state passes per
-// thread and the emission chunk in frames; 0 chooses.
-var ctcMinPass, ctcChunk = 0, 0
+// thread, the emission chunk in frames and the backpointer ring in frames
+// (0 stores every frame); < 0 chooses (0 for the passes).
+var ctcMinPass, ctcChunk, ctcRing = 0, -1, -1
 
 func newAlignCUDA(p rt.Params, b *cuda.Backend) (rt.Op, error) {
 	pr, scale, err := precisionOf(p)
@@ -222,7 +223,7 @@ func newAlignCUDA(p rt.Params, b *cuda.Backend) (rt.Op, error) {
 		Blank: p.Int("blank"), Star: p.Bool("star"), StarLogProb: float32(p.Float("star_logprob")),
 		Precision: pr, Scale: scale, MaxMemory: int64(p.Int("max_memory")),
 	}
-	a, err := NewAligner(opt)
+	preps, err := newAlignerPool(opt)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +237,7 @@ func newAlignCUDA(p rt.Params, b *cuda.Backend) (rt.Op, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &alignCUDA{be: b, opt: opt, prep: a, check: checker{b, ks[0]}, budget: opt.MaxMemory}
+	o := &alignCUDA{be: b, opt: opt, preps: preps, check: checker{b, ks[0]}, budget: opt.MaxMemory}
 	if o.budget == 0 {
 		o.budget = DefaultMaxMemory
 	}
@@ -270,29 +271,35 @@ func optInShared(ks ...*cuda.Kernel) (int, error) {
 
 const (
 	ctcMaxChunk  = 16   // emission chunk, frames (kernel: K)
+	ctcMaxRing   = 32   // backpointer ring, frames (kernel: R)
 	ctcMinRegion = 1024 // kCtcRegion in dpx.cu, words
 )
 
 // ctcShared is the kernel's dynamic shared memory for a largest trellis of
-// S states and emission chunks of K frames: S labels, 64 per-warp maxima,
-// then a region of max(2(S+2) + 2KS, 1024) words (the two rows and the
-// double-buffered chunks).
-func ctcShared(S, K int) int { return 4*S + 256 + 4*max(2*(S+2)+2*K*S, ctcMinRegion) }
+// S states, emission chunks of K frames and a backpointer ring of R
+// frames: 64 per-warp maxima, S labels, the ring (two halves of R frames of
+// 2*ceil(S/32) words), then a region of max(2(S+2) + 2KS, 1024) words (the
+// two rows and the double-buffered chunks).
+func ctcShared(S, K, R int) int {
+	return 256 + 4*S + 16*R*((S+31)/32) + 4*max(2*(S+2)+2*K*S, ctcMinRegion)
+}
 
 // ctcMaxStates is the largest trellis (2L+1 states) the kernels hold in
-// shared memory of the given size (one-frame chunks) and in 1024 threads
-// of at most 8 states.
+// shared memory of the given size (one-frame chunks, no ring) and in 1024
+// threads of at most 8 states.
 func ctcMaxStates(shared int) int {
 	S := min(cudaMaxBlock*cudaMaxPass-1, (shared-256-16)/20)
-	for S > 1 && ctcShared(S, 1) > shared {
+	for S > 1 && ctcShared(S, 1, 0) > shared {
 		S--
 	}
 	return S
 }
 
 // ctcLaunch is the launch shape for a largest trellis of S states: state
-// passes per thread (a kernel's MP), block size and emission chunk.
-func (o *alignCUDA) ctcLaunch(S int) (passes, block, chunk int) {
+// passes per thread (a kernel's MP), block size, emission chunk and ring.
+// The ring gets at most a quarter of the shared memory (halved from 32
+// frames), the chunk what is left (up to 16 frames).
+func (o *alignCUDA) ctcLaunch(S int) (passes, block, chunk, ring int) {
 	need := max((S+cudaMaxBlock-1)/cudaMaxBlock, ctcMinPass)
 	pi := 0
 	for pi < len(ctcPasses)-1 && ctcPasses[pi] < need {
@@ -300,14 +307,24 @@ func (o *alignCUDA) ctcLaunch(S int) (passes, block, chunk int) {
 	}
 	passes = ctcPasses[pi]
 	block = max(32, ((S+passes-1)/passes+31)/32*32)
-	chunk = ctcMaxChunk
-	for chunk > 1 && ctcShared(S, chunk) > o.shared {
-		chunk--
+	ring = ctcMaxRing
+	for ring > 0 && (ctcShared(S, 1, ring)-ctcShared(S, 1, 0) > o.shared/4 || ctcShared(S, 1, ring) > o.shared) {
+		ring /= 2
 	}
+	if ctcRing >= 0 {
+		ring = ctcRing
+	}
+	chunk = ctcMaxChunk
 	if ctcChunk > 0 {
 		chunk = ctcChunk
 	}
-	return passes, block, chunk
+	for chunk > 1 && ctcShared(S, chunk, ring) > o.shared {
+		chunk--
+	}
+	for ring > 0 && ctcShared(S, chunk, ring) > o.shared {
+		ring /= 2
+	}
+	return passes, block, chunk, ring
 }
 
 // targetsOf validates item b's targets as the CPU Aligner does (trailing -1
@@ -352,9 +369,9 @@ type ctcCall struct {
 }
 
 // plan validates a call's inputs (log_probs [B,T,C] or [T,C] and targets in
-// device memory, optional host lengths) and builds its tables; the targets
-// are downloaded to validate them.
-func (o *alignCUDA) plan(in rt.Tensors) (*ctcCall, error) {
+// device memory, optional host lengths) and builds its tables, items spread
+// over GOMAXPROCS workers; the targets are downloaded to validate them.
+func (o *alignCUDA) plan(ctx context.Context, in rt.Tensors) (*ctcCall, error) {
 	lp, tgDev := in["log_probs"], in["targets"]
 	B, tc := batched(lp, 3)
 	T, C := tc[0], tc[1]
@@ -381,20 +398,26 @@ func (o *alignCUDA) plan(in rt.Tensors) (*ctcCall, error) {
 		return nil, fmt.Errorf("input \"targets\": %w", err)
 	}
 	targets := make([][]int, B)
-	for b := range B {
+	mx := ctcMaxStates(o.shared)
+	err = parallel(ctx, B, func(_, b int) error {
+		var err error
 		if targets[b], err = o.targetsOf(tg, b, tl[0], C, lengths[b]); err != nil {
-			return nil, err
+			return err
 		}
-		if S, mx := 2*len(targets[b])+1, ctcMaxStates(o.shared); S > mx {
-			return nil, fmt.Errorf("item %d: L=%d targets make %d trellis states; the cuda kernel holds at most %d on %s (L <= %d): use the cpu backend", b, len(targets[b]), S, mx, o.be.Device(), (mx-1)/2)
+		if S := 2*len(targets[b]) + 1; S > mx {
+			return fmt.Errorf("item %d: L=%d targets make %d trellis states; the cuda kernel holds at most %d on %s (L <= %d): use the cpu backend", b, len(targets[b]), S, mx, o.be.Device(), (mx-1)/2)
 		}
 		words := int64(2*len(targets[b])+32) / 32 // ceil(S/32)
 		if need := int64(lengths[b]-1) * words * 8; need > o.budget {
-			return nil, fmt.Errorf("item %d: aligning T=%d frames over %d trellis states needs %d bytes of backpointers on the device; the limit (max_memory) is %d", b, lengths[b], 2*len(targets[b])+1, need, o.budget)
+			return fmt.Errorf("item %d: aligning T=%d frames over %d trellis states needs %d bytes of backpointers on the device; the limit (max_memory) is %d", b, lengths[b], 2*len(targets[b])+1, need, o.budget)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	c := &ctcCall{lp: lpPtr, B: B, T: T, C: C, lengths: lengths, dims: make([]int64, 2*B),
-		tabs: newCTCTables(o.prep, targets, lengths)}
+		tabs: newCTCTables(o.preps, targets, lengths)}
 	for b := range B {
 		c.dims[2*b], c.dims[2*b+1] = int64(lengths[b]), int64(C)
 	}
@@ -407,7 +430,7 @@ func (o *alignCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c, err := o.plan(in)
+	c, err := o.plan(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -477,7 +500,7 @@ func (o *alignCUDA) launch(sc *scratch, c *ctcCall, ali, fs, score *rt.Tensor) (
 			return nil, err
 		}
 	}
-	passes, block, chunk := o.ctcLaunch(c.tabs.maxS)
+	passes, block, chunk, ring := o.ctcLaunch(c.tabs.maxS)
 	pi := 0
 	for ctcPasses[pi] != passes {
 		pi++
@@ -486,8 +509,8 @@ func (o *alignCUDA) launch(sc *scratch, c *ctcCall, ali, fs, score *rt.Tensor) (
 	if o.opt.Precision == Int32 {
 		k = o.k[1][pi]
 	}
-	return status, k.Launch(dim(c.B), dim(block), ctcShared(c.tabs.maxS, chunk),
-		c.lp, c.T, c.C, tabs[0], tabs[2], bp, o.opt.Blank, float64(o.opt.StarLogProb), scale, chunk,
+	return status, k.Launch(dim(c.B), dim(block), ctcShared(c.tabs.maxS, chunk, ring),
+		c.lp, c.T, c.C, tabs[0], tabs[2], bp, o.opt.Blank, float64(o.opt.StarLogProb), scale, chunk, ring,
 		ptrs[0], ptrs[1], ptrs[2], status)
 }
 

@@ -169,11 +169,15 @@ func newAlignOpCUDA(tb testing.TB, params map[string]any) *alignCUDA {
 func TestCUDAAlignLaunch(t *testing.T) {
 	o := newAlignOpCUDA(t, nil)
 	for _, S := range []int{1, 3, 601, 1025, 2049, 6001, ctcMaxStates(o.shared)} {
-		passes, block, chunk := o.ctcLaunch(S)
+		passes, block, chunk, ring := o.ctcLaunch(S)
 		require.LessOrEqual(t, block, cudaMaxBlock, "S=%d", S)
 		require.GreaterOrEqual(t, passes*block, S, "S=%d", S)
 		require.Positive(t, chunk, "S=%d", S)
-		require.LessOrEqual(t, ctcShared(S, chunk), o.shared, "S=%d", S)
+		require.GreaterOrEqual(t, ring, 0, "S=%d", S)
+		require.LessOrEqual(t, ctcShared(S, chunk, ring), o.shared, "S=%d", S)
+		if S <= 2049 {
+			require.Equal(t, ctcMaxRing, ring, "S=%d: a full ring", S)
+		}
 	}
 	require.GreaterOrEqual(t, ctcMaxStates(o.shared), 8191, "Hopper's 227 KiB hold 8191 states")
 }
@@ -409,7 +413,7 @@ func alignDeviceTime(tb testing.TB, params map[string]any, in rt.Tensors, reps i
 	o := newAlignOpCUDA(tb, params)
 	ds := make([]time.Duration, reps)
 	for i := range ds {
-		c, err := o.plan(in)
+		c, err := o.plan(context.Background(), in)
 		require.NoError(tb, err)
 		sc := scratch{be: o.be}
 		var outs outputs
@@ -430,20 +434,22 @@ func alignDeviceTime(tb testing.TB, params map[string]any, in rt.Tensors, reps i
 }
 
 // BenchmarkCUDAAlignShape sweeps the CTC launch shape (state passes per
-// thread, emission chunk in frames; 0 = the launcher's choice) and reports
-// the Run wall time (ns/op) and the launch's device time (dev-ns/op).
+// thread, emission chunk and backpointer ring in frames; -1 = the
+// launcher's choice, ring 0 = a store every frame) and reports the Run wall
+// time (ns/op) and the launch's device time (dev-ns/op).
 func BenchmarkCUDAAlignShape(b *testing.B) {
 	be := cudaBackend(b)
 	r := rand.New(rand.NewPCG(8, 9))
-	defer func(p, c int) { ctcMinPass, ctcChunk = p, c }(ctcMinPass, ctcChunk)
+	defer func(p, c, g int) { ctcMinPass, ctcChunk, ctcRing = p, c, g }(ctcMinPass, ctcChunk, ctcRing)
+	type shape struct{ pass, chunk, ring int }
 	for _, sh := range []struct {
 		B, T, L int
-		passes  []int
+		shapes  []shape
 	}{
-		{1, 1500, 300, []int{0, 2, 4}},
-		{1, 3000, 300, []int{0}},
-		{64, 1500, 300, []int{0, 2}},
-		{1, 15000, 3000, []int{0}},
+		{1, 1500, 300, []shape{{0, -1, -1}, {0, -1, 0}, {0, -1, 8}, {0, 4, -1}, {0, 1, -1}, {2, -1, -1}, {2, -1, 0}, {4, -1, -1}}},
+		{1, 3000, 300, []shape{{0, -1, -1}, {2, -1, -1}}},
+		{64, 1500, 300, []shape{{0, -1, -1}, {0, -1, 0}, {2, -1, -1}}},
+		{1, 15000, 3000, []shape{{0, -1, -1}, {0, -1, 0}}},
 	} {
 		Ts, Ls := make([]int, sh.B), make([]int, sh.B)
 		for i := range sh.B {
@@ -457,28 +463,26 @@ func BenchmarkCUDAAlignShape(b *testing.B) {
 			require.NoError(b, err)
 			dev[k] = d
 		}
-		for _, pass := range sh.passes {
-			for _, chunk := range []int{0, 4, 1} {
-				for _, pr := range precisions {
-					ctcMinPass, ctcChunk = pass, chunk
-					name := fmt.Sprintf("B=%d,T=%d,L=%d/pass=%d,chunk=%d/%s", sh.B, sh.T, sh.L, pass, chunk, pr)
-					b.Run(name, func(b *testing.B) {
-						inst, err := rt.New("ctc_align", map[string]any{"precision": pr}, be)
+		for _, c := range sh.shapes {
+			for _, pr := range precisions {
+				ctcMinPass, ctcChunk, ctcRing = c.pass, c.chunk, c.ring
+				name := fmt.Sprintf("B=%d,T=%d,L=%d/pass=%d,chunk=%d,ring=%d/%s", sh.B, sh.T, sh.L, c.pass, c.chunk, c.ring, pr)
+				b.Run(name, func(b *testing.B) {
+					inst, err := rt.New("ctc_align", map[string]any{"precision": pr}, be)
+					require.NoError(b, err)
+					run := func() {
+						out, err := inst.Run(context.Background(), dev)
 						require.NoError(b, err)
-						run := func() {
-							out, err := inst.Run(context.Background(), dev)
-							require.NoError(b, err)
-							for _, v := range out {
-								_ = v.Buffer().Free()
-							}
+						for _, v := range out {
+							_ = v.Buffer().Free()
 						}
+					}
+					run()
+					for b.Loop() {
 						run()
-						for b.Loop() {
-							run()
-						}
-						b.ReportMetric(float64(alignDeviceTime(b, map[string]any{"precision": pr}, dev, 10).Nanoseconds()), "dev-ns/op")
-					})
-				}
+					}
+					b.ReportMetric(float64(alignDeviceTime(b, map[string]any{"precision": pr}, dev, 10).Nanoseconds()), "dev-ns/op")
+				})
 			}
 		}
 		for _, v := range dev {
