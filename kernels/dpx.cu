@@ -146,6 +146,9 @@ __device__ ArgBest<V> blockArgMax(ArgBest<V> a, V* sv, int* si) {
 // when both end states are unreachable (status[3b+2] = 1).
 constexpr int kCtcRegion = 1024;  // smallest scratch region, in words
 constexpr int kBtWords = 5;        // backpointer words per plane and frame fetched by the backtrace
+// Diagnostic modes (benchmarks only; 0 in the op): emissions by plain
+// loads instead of cp.async; the forward pass alone (no outputs).
+constexpr int kCtcSyncLoads = 1, kCtcForwardOnly = 2;
 
 // rowMax32 is the maximum of the 32 values at wm (16-byte aligned).
 __device__ __forceinline__ int rowMax32(const int* wm) {
@@ -163,7 +166,7 @@ template <class V, int MP>
 __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
                          const long long* __restrict__ meta, const int* __restrict__ table,
                          unsigned* __restrict__ bp, long long blank, double star, double scale, int K, int R,
-                         int* __restrict__ alignment, float* __restrict__ frameScores,
+                         int mode, int* __restrict__ alignment, float* __restrict__ frameScores,
                          float* __restrict__ score, long long* __restrict__ status) {
   extern __shared__ __align__(16) unsigned char smem[];
   using L = Lane<V>;
@@ -220,10 +223,12 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
       for (int k = 0; k < K; ++k) {
         const int t = 1 + c * K + k;
         if (in(t, p)) {
-          if (l < C)
-            cpAsync4(buf + k * S + s, x + (long long)t * C + l);
-          else
+          if (l >= C)
             buf[k * S + s] = starF;
+          else if (mode & kCtcSyncLoads)
+            buf[k * S + s] = x[(long long)t * C + l];
+          else
+            cpAsync4(buf + k * S + s, x + (long long)t * C + l);
         }
       }
     }
@@ -303,7 +308,7 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
     int m = 0;
     if constexpr (L::kInt) m = rowMax32(wmax + ((t - 1) & 1) * 32);
     int wm = kCtcNeg;
-    unsigned* dst = R > 0 ? ring + (h * R + j) * 2 * W : bpt;
+    unsigned* slot = ring + (h * R + j) * 2 * W;
 #pragma unroll
     for (int p = 0; p < MP; ++p) {      const int s = p * bd + tid;
       V v = neg;
@@ -326,7 +331,12 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
       if (s < S) cur[s + 2] = v;
       const unsigned b1 = __ballot_sync(kFull, c1), b2 = __ballot_sync(kFull, c2);
       const int wi = (p * bd >> 5) + warp;
-      if (lane == 0 && wi < W) dst[wi] = b1, dst[W + wi] = b2;
+      if (lane == 0 && wi < W) {
+        if (R > 0)
+          slot[wi] = b1, slot[W + wi] = b2;
+        else
+          bpt[wi] = b1, bpt[W + wi] = b2;
+      }
       if constexpr (L::kInt) wm = max(wm, (int)v);
     }
     if constexpr (L::kInt) {
@@ -345,6 +355,7 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
       flush(h, Tb - 1 - j, j);
   }
 
+  if (mode & kCtcForwardOnly) return;
   // Final state (every warp reads it before the scratch overlays the rows).
   const V* fin = ((Tb - 1) & 1) ? row1 : row0;
   int s = 0;
@@ -753,45 +764,46 @@ extern "C" __global__ void dpx_quantize(const float* __restrict__ x, long long n
 
 // dpx_ctc_align_{f32,i32}_p{1,2,4,8}: ctcAlign with MP = 1, 2, 4, 8 state
 // passes per thread (the launcher picks the smallest that covers S with
-// blockDim <= 1024); chunk is K, the frames per emission chunk, and ring R,
-// the frames of backpointers staged in shared memory (0: none).
+// blockDim <= 1024); chunk is K, the frames per emission chunk, ring R, the
+// frames of backpointers staged in shared memory (0: none), and mode the
+// diagnostic bits (0).
 #define DPX_CTC_ARGS                                                                                     \
   const float *lp, long long T, long long C, const long long *meta, const int *table, unsigned *bp,     \
-      long long blank, double star, double scale, long long chunk, long long ring, int *alignment,      \
-      float *frameScores, float *score, long long *status
+      long long blank, double star, double scale, long long chunk, long long ring, long long mode,     \
+      int *alignment, float *frameScores, float *score, long long *status
 // (Written out, not macro-generated: ptxas 11.8 crashes on the line info of
 // kernels expanded from one macro line.)
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p1(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<float, 1>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, alignment,
-                         frameScores, score, status);
+  dpxk::ctcAlign<float, 1>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,
+                         alignment, frameScores, score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p2(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<float, 2>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, alignment,
-                         frameScores, score, status);
+  dpxk::ctcAlign<float, 2>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,
+                         alignment, frameScores, score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p4(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<float, 4>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, alignment,
-                         frameScores, score, status);
+  dpxk::ctcAlign<float, 4>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,
+                         alignment, frameScores, score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p8(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<float, 8>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, alignment,
-                         frameScores, score, status);
+  dpxk::ctcAlign<float, 8>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,
+                         alignment, frameScores, score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p1(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<int, 1>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, alignment,
-                         frameScores, score, status);
+  dpxk::ctcAlign<int, 1>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,
+                         alignment, frameScores, score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p2(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<int, 2>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, alignment,
-                         frameScores, score, status);
+  dpxk::ctcAlign<int, 2>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,
+                         alignment, frameScores, score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p4(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<int, 4>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, alignment,
-                         frameScores, score, status);
+  dpxk::ctcAlign<int, 4>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,
+                         alignment, frameScores, score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p8(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<int, 8>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, alignment,
-                         frameScores, score, status);
+  dpxk::ctcAlign<int, 8>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,
+                         alignment, frameScores, score, status);
 }
 
 extern "C" __global__ void __launch_bounds__(1024)

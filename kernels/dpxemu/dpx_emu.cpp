@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
     const Kernel k = (i32 ? i32k : f32)[mp == 1 ? 0 : mp == 2 ? 1 : mp == 4 ? 2 : 3];
     std::memset(dpxk::smem, 0xA5, sizeof dpxk::smem);  // stale shared memory
     launch(B, 1, bd, [&] {
-      k(lp.data(), T, C, meta.data(), table.data(), bp.data(), blank, star, scale, chunk, ring, ali.data(),
+      k(lp.data(), T, C, meta.data(), table.data(), bp.data(), blank, star, scale, chunk, ring, 0, ali.data(),
         fs.data(), score.data(), status.data());
     });
     writev("alignment.i32", ali);

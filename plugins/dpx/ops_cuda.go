@@ -211,8 +211,9 @@ var ctcPasses = [4]int{1, 2, 4, 8}
 
 // Test hooks (benchmarks of the launch shape): the least state passes per
 // thread, the emission chunk in frames and the backpointer ring in frames
-// (0 stores every frame); < 0 chooses (0 for the passes).
-var ctcMinPass, ctcChunk, ctcRing = 0, -1, -1
+// (0 stores every frame); < 0 chooses (0 for the passes). ctcMode is the
+// kernel's diagnostic mode (kCtcSyncLoads, kCtcForwardOnly; 0 in use).
+var ctcMinPass, ctcChunk, ctcRing, ctcMode = 0, -1, -1, 0
 
 func newAlignCUDA(p rt.Params, b *cuda.Backend) (rt.Op, error) {
 	pr, scale, err := precisionOf(p)
@@ -511,7 +512,7 @@ func (o *alignCUDA) launch(sc *scratch, c *ctcCall, ali, fs, score *rt.Tensor) (
 	}
 	return status, k.Launch(dim(c.B), dim(block), ctcShared(c.tabs.maxS, chunk, ring),
 		c.lp, c.T, c.C, tabs[0], tabs[2], bp, o.opt.Blank, float64(o.opt.StarLogProb), scale, chunk, ring,
-		ptrs[0], ptrs[1], ptrs[2], status)
+		ctcMode, ptrs[0], ptrs[1], ptrs[2], status)
 }
 
 // ---------------------------------------------------------------------------

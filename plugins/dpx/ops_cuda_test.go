@@ -435,21 +435,25 @@ func alignDeviceTime(tb testing.TB, params map[string]any, in rt.Tensors, reps i
 
 // BenchmarkCUDAAlignShape sweeps the CTC launch shape (state passes per
 // thread, emission chunk and backpointer ring in frames; -1 = the
-// launcher's choice, ring 0 = a store every frame) and reports the Run wall
-// time (ns/op) and the launch's device time (dev-ns/op).
+// launcher's choice, ring 0 = a store every frame) and the kernel's
+// diagnostic modes (1: plain emission loads, 2: forward pass only, 3: both)
+// and reports the Run wall time (ns/op) and the launch's device time
+// (dev-ns/op).
 func BenchmarkCUDAAlignShape(b *testing.B) {
 	be := cudaBackend(b)
 	r := rand.New(rand.NewPCG(8, 9))
-	defer func(p, c, g int) { ctcMinPass, ctcChunk, ctcRing = p, c, g }(ctcMinPass, ctcChunk, ctcRing)
-	type shape struct{ pass, chunk, ring int }
+	defer func(p, c, g, m int) { ctcMinPass, ctcChunk, ctcRing, ctcMode = p, c, g, m }(ctcMinPass, ctcChunk, ctcRing, ctcMode)
+	type shape struct{ pass, chunk, ring, mode int }
 	for _, sh := range []struct {
 		B, T, L int
 		shapes  []shape
 	}{
-		{1, 1500, 300, []shape{{0, -1, -1}, {0, -1, 0}, {0, -1, 8}, {0, 4, -1}, {0, 1, -1}, {2, -1, -1}, {2, -1, 0}, {4, -1, -1}}},
-		{1, 3000, 300, []shape{{0, -1, -1}, {2, -1, -1}}},
-		{64, 1500, 300, []shape{{0, -1, -1}, {0, -1, 0}, {2, -1, -1}}},
-		{1, 15000, 3000, []shape{{0, -1, -1}, {0, -1, 0}}},
+		{1, 1500, 300, []shape{{0, -1, -1, 0}, {0, -1, 0, 0}, {0, -1, 8, 0}, {0, 4, -1, 0}, {0, 1, -1, 0},
+			{2, -1, -1, 0}, {2, -1, 0, 0}, {4, -1, -1, 0},
+			{0, -1, -1, 1}, {0, -1, 0, 1}, {0, -1, -1, 2}, {0, -1, 0, 2}, {0, -1, -1, 3}, {0, -1, 0, 3}, {2, -1, -1, 2}}},
+		{1, 3000, 300, []shape{{0, -1, -1, 0}, {2, -1, -1, 0}, {0, -1, -1, 2}}},
+		{64, 1500, 300, []shape{{0, -1, -1, 0}, {0, -1, 0, 0}, {2, -1, -1, 0}, {0, -1, -1, 1}, {0, -1, -1, 2}}},
+		{1, 15000, 3000, []shape{{0, -1, -1, 0}, {0, -1, 0, 0}, {0, -1, -1, 2}}},
 	} {
 		Ts, Ls := make([]int, sh.B), make([]int, sh.B)
 		for i := range sh.B {
@@ -465,8 +469,8 @@ func BenchmarkCUDAAlignShape(b *testing.B) {
 		}
 		for _, c := range sh.shapes {
 			for _, pr := range precisions {
-				ctcMinPass, ctcChunk, ctcRing = c.pass, c.chunk, c.ring
-				name := fmt.Sprintf("B=%d,T=%d,L=%d/pass=%d,chunk=%d,ring=%d/%s", sh.B, sh.T, sh.L, c.pass, c.chunk, c.ring, pr)
+				ctcMinPass, ctcChunk, ctcRing, ctcMode = c.pass, c.chunk, c.ring, c.mode
+				name := fmt.Sprintf("B=%d,T=%d,L=%d/pass=%d,chunk=%d,ring=%d,mode=%d/%s", sh.B, sh.T, sh.L, c.pass, c.chunk, c.ring, c.mode, pr)
 				b.Run(name, func(b *testing.B) {
 					inst, err := rt.New("ctc_align", map[string]any{"precision": pr}, be)
 					require.NoError(b, err)
