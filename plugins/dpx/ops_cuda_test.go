@@ -394,7 +394,8 @@ func BenchmarkCUDA(b *testing.B) {
 				}
 				b.ReportMetric(s.cells*float64(n)/b.Elapsed().Seconds(), "cells/s")
 				if s.op == "ctc_align" {
-					b.ReportMetric(float64(alignDeviceTime(b, map[string]any{"precision": pr}, dev, 10).Nanoseconds()), "dev-ns/op")
+					d, _ := alignDeviceTime(b, map[string]any{"precision": pr}, dev, 10)
+					b.ReportMetric(float64(d.Nanoseconds()), "dev-ns/op")
 				}
 			})
 		}
@@ -407,13 +408,16 @@ func BenchmarkCUDA(b *testing.B) {
 // alignDeviceTime is the median device time of reps ctc_align launches on
 // device inputs (between events around launch: the table upload, the
 // check, the alignment and its backtrace; not the host's validation, the
-// targets download or the status read).
-func alignDeviceTime(tb testing.TB, params map[string]any, in rt.Tensors, reps int) time.Duration {
+// targets download or the status read), and the median host time of their
+// plans (validation, targets download, tables).
+func alignDeviceTime(tb testing.TB, params map[string]any, in rt.Tensors, reps int) (dev, plan time.Duration) {
 	tb.Helper()
 	o := newAlignOpCUDA(tb, params)
-	ds := make([]time.Duration, reps)
+	ds, ps := make([]time.Duration, reps), make([]time.Duration, reps)
 	for i := range ds {
+		t0 := time.Now()
 		c, err := o.plan(context.Background(), in)
+		ps[i] = time.Since(t0)
 		require.NoError(tb, err)
 		sc := scratch{be: o.be}
 		var outs outputs
@@ -430,7 +434,8 @@ func alignDeviceTime(tb testing.TB, params map[string]any, in rt.Tensors, reps i
 		outs.release()
 	}
 	slices.Sort(ds)
-	return ds[reps/2]
+	slices.Sort(ps)
+	return ds[reps/2], ps[reps/2]
 }
 
 // BenchmarkCUDAAlignShape sweeps the CTC launch shape (state passes per
@@ -485,7 +490,9 @@ func BenchmarkCUDAAlignShape(b *testing.B) {
 					for b.Loop() {
 						run()
 					}
-					b.ReportMetric(float64(alignDeviceTime(b, map[string]any{"precision": pr}, dev, 10).Nanoseconds()), "dev-ns/op")
+					d, p := alignDeviceTime(b, map[string]any{"precision": pr}, dev, 10)
+					b.ReportMetric(float64(d.Nanoseconds()), "dev-ns/op")
+					b.ReportMetric(float64(p.Nanoseconds()), "plan-ns/op")
 				})
 			}
 		}
