@@ -139,11 +139,60 @@ __device__ __forceinline__ void mma16816(float* c, const uint32_t* a, uint32_t b
 
 __device__ __forceinline__ float bf(uint16_t v) { return __uint_as_float(static_cast<uint32_t>(v) << 16); }
 
-#if defined(RVQ_WGMMA) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// RVQ_HAVE_WGMMA: the wg variants issue wgmma (sm_90a; -DRVQ_NO_WGMMA
+// builds them on mma.sync, for comparisons).
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(RVQ_NO_WGMMA)
 #define RVQ_HAVE_WGMMA 1
 #else
 #define RVQ_HAVE_WGMMA 0
 #endif
+
+// RVQ_BULK: Hopper builds stream the codebook with bulk async copies
+// (cp.async.bulk, completing on mbarriers) from a pre-swizzled tile layout,
+// and the ring needs no block-wide barrier per step; other targets (nvcc
+// < 12, which cannot assemble them, and -DRVQ_NO_BULK builds) use the
+// cp.async ring.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1000 && !defined(RVQ_NO_BULK) && \
+    (defined(RVQ_FORCE_BULK) || __CUDACC_VER_MAJOR__ >= 12)
+#define RVQ_BULK 1
+#else
+#define RVQ_BULK 0
+#endif
+
+#if RVQ_BULK
+__device__ __forceinline__ void mbarInit(uint32_t a, int count) {
+  asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(a), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbarExpectTx(uint32_t a, int bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;\n" ::"r"(a), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbarArrive(uint32_t a) {
+  asm volatile("mbarrier.arrive.shared.b64 _, [%0];\n" ::"r"(a) : "memory");
+}
+// mbarWait spins until the barrier's phase with the given parity completed.
+__device__ __forceinline__ void mbarWait(uint32_t a, int parity) {
+  asm volatile(
+      "{\n.reg .pred P1;\nLAB_WAIT:\n"
+      "mbarrier.try_wait.parity.shared.b64 P1, [%0], %1;\n"
+      "@P1 bra DONE;\nbra LAB_WAIT;\nDONE:\n}\n" ::"r"(a),
+      "r"(parity)
+      : "memory");
+}
+// bulkCopy copies bytes (a multiple of 16, both addresses 16-byte aligned)
+// from global memory to shared memory, completing on the mbarrier.
+__device__ __forceinline__ void bulkCopy(uint32_t dst, const void* src, int bytes, uint32_t mbar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(mbar)
+               : "memory");
+}
+#endif
+
+// Pipe counts the ring's loads across the chains of a launch: cons is the
+// next load the CTA consumes (slot cons % S, mbarrier parity (cons / S) & 1),
+// prod the next load thread 0 issues (bulk path).
+struct Pipe {
+  int cons = 0, prod = 0;
+};
 
 // wgDesc is the wgmma shared-memory matrix descriptor of a K-major tile of
 // 128-byte rows with the 128-byte swizzle (8-row atoms of 1024 bytes, atom
@@ -237,6 +286,23 @@ struct BestPacked {
   __device__ __forceinline__ int idx() const { return __float_as_int(b1) & 0xFFF; }
 };
 
+// addRowNorm adds the lanes' partial squared norms ss to rnorm2[i] for the
+// row i of each lane's 8-value chunk c = base + lane (base a multiple of 32,
+// cpr chunks a row, rows starting at multiples of cpr): a segmented shuffle
+// sum when cpr divides 32 or 32 divides cpr (rows never straddle a segment;
+// each row is owned by one warp, so a plain add by the segment's first lane
+// is safe), shared atomics otherwise. All lanes must call it (ss = 0 and
+// i < 0 for lanes without a chunk).
+__device__ __forceinline__ void addRowNorm(float* rnorm2, int i, float ss, int cpr, int lane) {
+  if (cpr % 32 == 0 || 32 % cpr == 0) {
+    const int seg = cpr < 32 ? cpr : 32;
+    for (int o = 1; o < seg; o <<= 1) ss += __shfl_xor_sync(kFull, ss, o);
+    if (lane % seg == 0 && i >= 0) rnorm2[i] += ss;
+  } else if (i >= 0) {
+    atomicAdd(&rnorm2[i], ss);
+  }
+}
+
 // exactScore is the CPU's score of codeword w (bf16 [D]) for residual r:
 // hn - dot, dot summed with fmaf over d = 0..D-1 from +0.
 __device__ __forceinline__ float exactScore(const float* r, const uint16_t* w, int D, float hn) {
@@ -258,6 +324,7 @@ struct Params {
   const int* lengths;
   long long rows, T, D, Dp, Q, split;
   const uint16_t* words;
+  const uint16_t* tiles;  // pre-swizzled [tile][128][64] bf16 (bulk path)
   const float* hn;
   const int* meta;
   int* codes;
@@ -286,9 +353,9 @@ struct Cursor {
 };
 
 template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS>
-__device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, long long row0, char* smem) {
+__device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, long long row0, char* smem, Pipe& pipe) {
   using C = Cfg<BM, BN, WM, WN, S>;
-  // kWG: this instantiation issues wgmma (sm_90a builds with RVQ_WGMMA);
+  // kWG: this instantiation issues wgmma (sm_90a builds);
   // otherwise the same tiling runs on mma.sync.
   constexpr bool kWG = WG && RVQ_HAVE_WGMMA;
   static_assert(!WG || (WN == 1 && BN == 128 && BM == 16 * WM && WM % 4 == 0), "wgmma tiling: a warpgroup per 64 rows, N = 128");
@@ -302,9 +369,10 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   float* rnorm = part + WN * BM * 3;                                     // [BM] ||r||, -1: invalid row
   float* rnorm2 = rnorm + BM;                                            // [BM] ||r||^2 partial sums
   int* sel = reinterpret_cast<int*>(rnorm2 + BM);                        // [BM]
-  // The fp32 residual rows: in shared memory after sel (RS) or the CTA's
-  // scratch rows of p.res, [BM][Dp] either way.
-  float* const res = RS ? reinterpret_cast<float*>(sel + BM) : p.res + row0 * Dp;
+  uint64_t* bars = reinterpret_cast<uint64_t*>(sel + BM);               // [2][S] full, empty (bulk path)
+  // The fp32 residual rows: in shared memory after the barriers (RS) or the
+  // CTA's scratch rows of p.res, [BM][Dp] either way.
+  float* const res = RS ? reinterpret_cast<float*>(bars + 2 * S) : p.res + row0 * Dp;
 
   // ---- chain start: r = x for the valid rows (0 elsewhere and past D);
   // A = bf16(r); ||r|| (-1 marks a row that is not valid). Thread per
@@ -312,14 +380,18 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   const int cpr = Dp / 8;  // 16-byte bf16 chunks per row
   for (int i = tid; i < BM; i += C::kThreads) rnorm2[i] = 0.f;
   __syncthreads();
-  for (int c = tid; c < BM * cpr; c += C::kThreads) {
-    const int i = c / cpr, k = c % cpr;
+  // Warp w takes the chunks of rows [w*RW, (w+1)*RW), so that each row's
+  // squared norm is summed by one warp.
+  constexpr int RW = BM / C::kWarps;
+  for (int c0 = warp * RW * cpr; c0 < (warp + 1) * RW * cpr; c0 += 32) {
+    const int c = c0 + lane, i = c / cpr, k = c % cpr;
     const long long row = row0 + i;
-    const bool ok = row < p.rows && rowValid(row, p.T, p.lengths);
+    const bool ok = c < (warp + 1) * RW * cpr && row < p.rows && rowValid(row, p.T, p.lengths);
+    const bool in = c < (warp + 1) * RW * cpr;
     float v[8];
 #pragma unroll
     for (int j = 0; j < 8; j++) v[j] = (ok && k * 8 + j < D) ? p.x[row * D + k * 8 + j] : 0.f;
-    if (ok || RS) {
+    if (ok || (RS && in)) {
       float4* rr = reinterpret_cast<float4*>(res + size_t(i) * Dp) + 2 * k;
       rr[0] = make_float4(v[0], v[1], v[2], v[3]);
       rr[1] = make_float4(v[4], v[5], v[6], v[7]);
@@ -332,8 +404,8 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       h[j] = *reinterpret_cast<uint32_t*>(&hb);
       ss += v[2 * j] * v[2 * j] + v[2 * j + 1] * v[2 * j + 1];
     }
-    *reinterpret_cast<uint4*>(sA + aOff<BM>(i, k)) = make_uint4(h[0], h[1], h[2], h[3]);
-    if (ok) atomicAdd(&rnorm2[i], ss);
+    if (in) *reinterpret_cast<uint4*>(sA + aOff<BM>(i, k)) = make_uint4(h[0], h[1], h[2], h[3]);
+    addRowNorm(rnorm2, in ? i : -1, ss, cpr, lane);
   }
   __syncthreads();
   for (int i = tid; i < BM; i += C::kThreads) {
@@ -348,6 +420,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
 #endif
 
   // ---- producer: ring slot loads of the flattened sequence.
+  const uint32_t ringAddr = smemAddr(ring);
   Cursor prod{q0, 0, 0};
   auto advance = [&](Cursor& c) {
     if (++c.kc == KC) {
@@ -378,13 +451,47 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     }
     cpCommit();
   };
+#if RVQ_BULK
+  // Bulk path: thread 0 keeps S-1 loads in flight; load L fills slot L % S
+  // after every warp released that slot's previous load (empty[slot]), and
+  // completes full[slot] with its bytes.
+  const uint32_t fullA = smemAddr(bars), emptyA = fullA + 8 * S;
+  if (q0 == 0) {  // the launch's first chain: set up the barriers
+    if (tid == 0)
+      for (int s = 0; s < S; s++) {
+        mbarInit(fullA + 8 * s, 1);
+        mbarInit(emptyA + 8 * s, C::kWarps);
+      }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    __syncthreads();
+  }
+  int chainLoads = 0;
+  for (int q = q0; q < q1; q++) chainLoads += (p.meta[q * 4 + 1] + BN - 1) / BN * KC;
+  const int end = pipe.cons + chainLoads;
+  auto produce = [&]() {
+    const int L = pipe.prod, s = L % S;
+    if (L >= S) mbarWait(emptyA + 8 * s, ((L / S) - 1) & 1);
+    mbarExpectTx(fullA + 8 * s, C::kSlot);
+    const int off = p.meta[prod.q * 4];
+#pragma unroll
+    for (int t = 0; t < BN / 128; t++) {
+      const size_t tile = (size_t(off / 128 + prod.nt * (BN / 128) + t) * KC + prod.kc) * (128 * kBK);
+      bulkCopy(ringAddr + s * C::kSlotB + t * 128 * kBK * 2, p.tiles + tile, 128 * kBK * 2, fullA + 8 * s);
+    }
+    bulkCopy(smemAddr(hnRing + s * BN), p.hn + off + prod.nt * BN, BN * 4, fullA + 8 * s);
+    advance(prod);
+    pipe.prod++;
+  };
+  if (tid == 0)
+    while (pipe.prod < end && pipe.prod < pipe.cons + S - 1) produce();
+#else
   for (int s = 0; s < S - 1; s++) issue(s);
+#endif
 
   // ldmatrix lane addresses: A rows wm*(BM/WM) + m*16 + (lane & 15); B rows
   // (codewords) wn*(BN/WN) + n*8 + (lane >> 4)*8 + (lane & 7).
   const uint32_t aBase = smemAddr(sA) + (wm * (BM / WM) + (lane & 15)) * 128;
   constexpr uint32_t aStep = 16 * 128;
-  const uint32_t ringAddr = smemAddr(ring);
   const uint32_t bBase = (wn * (BN / WN) + (lane >> 4) * 8 + (lane & 7)) * (kBK * 2);
   float accum[C::MT][C::NT][4];
   B best[C::MT][2];
@@ -409,12 +516,17 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
 #pragma unroll
           for (int v = 0; v < 4; v++) accum[m][n][v] = 0.f;
       for (int kc = 0; kc < KC; kc++) {
+#if RVQ_BULK
+        slot = pipe.cons % S;
+        mbarWait(fullA + 8 * slot, (pipe.cons / S) & 1);
+#else
         cpWait<S - 2>();
 #if RVQ_HAVE_WGMMA
         if constexpr (kWG) proxyFence();  // cp.async (generic proxy) -> wgmma (async proxy)
 #endif
         __syncthreads();
         issue((slot + S - 1) % S);
+#endif
 #if RVQ_HAVE_WGMMA
         if constexpr (kWG) {
           // warpgroup g multiplies rows [64g, 64g+64) by the slot's 128 codewords
@@ -465,7 +577,14 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
             }
           }
         }
+#if RVQ_BULK
+        __syncwarp();  // the warp is done with the slot (wgmma waited, ldmatrix consumed)
+        if (lane == 0) mbarArrive(emptyA + 8 * slot);
+        pipe.cons++;
+        if (tid == 0 && pipe.prod < end) produce();
+#else
         slot = (slot + 1) % S;
+#endif
       }
     }
     // ---- end of stage: merge the running minima of the quad, then of the
@@ -534,6 +653,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       // Non-finite x (reported by rvq_check and the host) can leave no
       // winner: keep the gather in bounds.
       if (bj < 0 || bj >= K) bj = 0;
+      __syncwarp();  // every lane has read sel[i]
       if (lane == 0) {
         sel[i] = -1 - bj;
         if (p.stats) atomicAdd(p.stats, 1);
@@ -547,7 +667,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
 #pragma unroll
       for (int u = 0; u < kU; u++) {
         const int c = base + u * 32 + lane, i = i0 + c / cpr, k = c % cpr;
-        if (c < RW * cpr && rnorm[i] >= 0.f) {
+        if (c < RW * cpr && !(rnorm[i] < 0.f)) {
           int jj = -1 - sel[i];
           jj = (jj < 0 || jj >= K) ? 0 : jj;
           cw[u] = __ldg(reinterpret_cast<const uint4*>(p.words + (size_t(off) + jj) * Dp) + k);
@@ -560,11 +680,12 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
 #pragma unroll
       for (int u = 0; u < kU; u++) {
         const int c = base + u * 32 + lane, i = i0 + c / cpr, k = c % cpr;
-        if (c < RW * cpr && rnorm[i] >= 0.f) {
+        const bool act = c < RW * cpr && !(rnorm[i] < 0.f);
+        float ss = 0.f;
+        if (act) {
           const uint32_t w4[4] = {cw[u].x, cw[u].y, cw[u].z, cw[u].w};
           float r[8];
           uint32_t h[4];
-          float ss = 0.f;
 #pragma unroll
           for (int v = 0; v < 4; v++) {
             r[2 * v] = rv[u][2 * v] - __uint_as_float(w4[v] << 16);
@@ -577,20 +698,22 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
           rr[0] = make_float4(r[0], r[1], r[2], r[3]);
           rr[1] = make_float4(r[4], r[5], r[6], r[7]);
           *reinterpret_cast<uint4*>(sA + aOff<BM>(i, k)) = make_uint4(h[0], h[1], h[2], h[3]);
-          atomicAdd(&rnorm2[i], ss);
         }
+        addRowNorm(rnorm2, act ? i : -1, ss, cpr, lane);
       }
     }
     __syncwarp();
     for (int ii = lane; ii < RW; ii += 32) {
       const int i = i0 + ii;
-      if (rnorm[i] >= 0.f) {
+      if (!(rnorm[i] < 0.f)) {  // valid (NaN from a non-finite x included)
         rnorm[i] = sqrtf(rnorm2[i]);
         p.codes[(row0 + i) * p.Q + q] = -1 - sel[i];
       }
     }
   }
+#if !RVQ_BULK
   cpWait<0>();
+#endif
   __syncthreads();
 }
 
@@ -613,7 +736,8 @@ __device__ __forceinline__ void writeQuantized(const Params& p, long long row0) 
       for (int v = 0; v < 8; v++) a[v] = 0.f;
 #pragma unroll 4
       for (int q = lo; q < hi; q++) {
-        const int j = p.codes[row * Q + q];
+        int j = p.codes[row * Q + q];
+        j = (j < 0 || j >= p.meta[q * 4 + 1]) ? 0 : j;  // only after a non-finite x
         const uint4 w = __ldg(reinterpret_cast<const uint4*>(p.words + (size_t(p.meta[q * 4]) + j) * Dp) + k);
         const uint32_t w4[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
@@ -648,11 +772,12 @@ __device__ __forceinline__ void encode(const Params& p) {
   long long row0 = static_cast<long long>(blockIdx.x) * BM;
   writePadding(p, row0, BM);
   int split = static_cast<int>(p.split), Q = static_cast<int>(p.Q);
+  Pipe pipe;
   if (split == 0) {
-    encodeChain<BM, BN, WM, WN, S, WG, B, RS>(p, 0, Q, row0, rvqSmem);
+    encodeChain<BM, BN, WM, WN, S, WG, B, RS>(p, 0, Q, row0, rvqSmem, pipe);
   } else {
-    encodeChain<BM, BN, WM, WN, S, WG, B, RS>(p, 0, split, row0, rvqSmem);
-    encodeChain<BM, BN, WM, WN, S, WG, B, RS>(p, split, Q, row0, rvqSmem);
+    encodeChain<BM, BN, WM, WN, S, WG, B, RS>(p, 0, split, row0, rvqSmem, pipe);
+    encodeChain<BM, BN, WM, WN, S, WG, B, RS>(p, split, Q, row0, rvqSmem, pipe);
   }
   writeQuantized<BM>(p, row0);
 }
@@ -661,10 +786,10 @@ __device__ __forceinline__ void encode(const Params& p) {
 
 #define RVQ_ENCODE_ARGS                                                                                         \
   const float *x, const int *lengths, long long rows, long long T, long long D, long long Dp, long long Q,       \
-      long long split, const uint16_t *words, const float *hn, const int *meta, int *codes, float *out,          \
-      float *res, int *stats
+      long long split, const uint16_t *words, const uint16_t *tiles, const float *hn, const int *meta, int *codes, \
+      float *out, float *res, int *stats
 #define RVQ_PARAMS \
-  rvqk::Params { x, lengths, rows, T, D, Dp, Q, split, words, hn, meta, codes, out, res, stats }
+  rvqk::Params { x, lengths, rows, T, D, Dp, Q, split, words, tiles, hn, meta, codes, out, res, stats }
 
 // Variants (BM, BN, WM x WN warps, ring depth S); the Go launcher picks one
 // per D (shared memory) and $EDGE_RVQ_VARIANT overrides it for sweeps.

@@ -23,6 +23,7 @@ var measureShapes = [][5]int{
 //   - ns/op: the Encode call (input check, fused kernel, the synchronising
 //     8-byte status read);
 //   - dev-us/op: device time of the queued work (CUDA events);
+//   - kern-us/op: device time of the fused kernel alone;
 //   - TFLOP/s: the seed's FLOP count 2*Q*B*T*K*D over dev-us/op.
 //
 // scripts/bench/rvq_gpu.py runs this next to the torch peers:
@@ -47,6 +48,10 @@ func BenchmarkCUDAEncode(b *testing.B) {
 		}
 		xd := devF32(b, be, x)
 		codes, quant := devOut(b, be, B*T*Q), devOut(b, be, B*T*D)
+		res, err := be.Malloc(int64(B*T) * int64(dc.dp) * 4)
+		if err != nil {
+			b.Fatal(err)
+		}
 		flop := 2 * float64(Q) * float64(B*T) * float64(K) * float64(D)
 		names := []string{"auto"}
 		for _, v := range variants {
@@ -62,7 +67,11 @@ func BenchmarkCUDAEncode(b *testing.B) {
 				if err := dc.Encode(xd, bt, codes, quant); err != nil { // warm-up; also skips variants that do not fit
 					b.Skip(err)
 				}
-				var dev time.Duration
+				v, k, err := dc.pick()
+				if err != nil {
+					b.Fatal(err)
+				}
+				var dev, kern time.Duration
 				b.ResetTimer()
 				for range b.N {
 					d, err := be.Time(func() error { return dc.Encode(xd, bt, codes, quant) })
@@ -70,12 +79,20 @@ func BenchmarkCUDAEncode(b *testing.B) {
 						b.Fatal(err)
 					}
 					dev += d
+					// the fused kernel alone
+					d, err = be.Time(func() error { return dc.launchFused(v, k, xd, bt, 0, res.Ptr(), codes, quant, 0) })
+					if err != nil {
+						b.Fatal(err)
+					}
+					kern += d
 				}
 				us := float64(dev.Nanoseconds()) / 1e3 / float64(b.N)
 				b.ReportMetric(us, "dev-us/op")
+				b.ReportMetric(float64(kern.Nanoseconds())/1e3/float64(b.N), "kern-us/op")
 				b.ReportMetric(flop/(us*1e-6)/1e12, "TFLOP/s")
 			})
 		}
+		_ = res.Free()
 		dc.Free()
 	}
 }

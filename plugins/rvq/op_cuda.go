@@ -65,9 +65,10 @@ func (v variant) threads() int { return 32 * v.wm * v.wn }
 
 // shared is its dynamic shared memory for rows of dp values: the bf16 A
 // tile, the ring (codewords and hn), the per-warp partial minima, three
-// per-row words and, with rs, the fp32 residual rows.
+// per-row words, the ring's two mbarriers a slot and, with rs, the fp32
+// residual rows.
 func (v variant) shared(dp int) int {
-	n := v.bm*dp*2 + v.stage*(v.bn*dimAlign*2+v.bn*4) + v.wn*v.bm*12 + v.bm*12
+	n := v.bm*dp*2 + v.stage*(v.bn*dimAlign*2+v.bn*4) + v.wn*v.bm*12 + v.bm*12 + v.stage*16
 	if v.rs {
 		n += v.bm * dp * 4
 	}
@@ -85,7 +86,7 @@ var variants = []variant{
 	{"rvq_encode_m64n128w14s4p", 64, 128, 1, 4, 4, false},
 	{"rvq_encode_m64n128w22s4x2p", 64, 128, 2, 2, 4, false},
 	{"rvq_encode_m128n128w22s4x2p", 128, 128, 2, 2, 4, false},
-	// wgmma on sm_90a when kernels/rvq.cu is built with RVQ_WGMMA, the same
+	// wgmma on sm_90a (unless kernels/rvq.cu is built with RVQ_NO_WGMMA), the same
 	// tiling on mma.sync otherwise.
 	{"rvq_encode_wg_m128n128s4p", 128, 128, 8, 1, 4, false},
 	{"rvq_encode_wg_m128n128s4pr", 128, 128, 8, 1, 4, true},
@@ -145,6 +146,10 @@ type DeviceCodebooks struct {
 	dp        int
 	words, hn *cuda.Buffer
 	meta      *cuda.Buffer
+	// tiles holds words again as the kernel's shared-memory image: 128-row
+	// by 64-value blocks (row-block major, then k-chunk), 16-byte chunks
+	// XOR-swizzled by row & 7, for the Hopper bulk copies.
+	tiles *cuda.Buffer
 	// offsets holds each stage's first row in words.
 	offsets []int
 	// forcePath selects "fused" or "small" regardless of the batch (tests);
@@ -206,6 +211,9 @@ func NewDeviceCodebooks(be *cuda.Backend, c *Codebooks) (*DeviceCodebooks, error
 	if dc.meta, err = upload(be, cuda.Bytes(meta)); err != nil {
 		return nil, err
 	}
+	if dc.tiles, err = upload(be, u16Bytes(swizzleTiles(words, dp))); err != nil {
+		return nil, err
+	}
 	ok = true
 	return dc, nil
 }
@@ -215,11 +223,33 @@ func (dc *DeviceCodebooks) Codebooks() *Codebooks { return dc.c }
 
 // Free releases the device memory; freeing twice is a no-op.
 func (dc *DeviceCodebooks) Free() {
-	for _, b := range []*cuda.Buffer{dc.words, dc.hn, dc.meta} {
+	for _, b := range []*cuda.Buffer{dc.words, dc.hn, dc.meta, dc.tiles} {
 		if b != nil {
 			_ = b.Free()
 		}
 	}
+}
+
+// swizzleTiles lays out row-major [rows][dp] bf16 words (rows a multiple of
+// 128, dp of 64) as kernels/rvq.cu's bulk path reads them: block (b, kc) =
+// rows 128b..128b+127, values 64kc..64kc+63 is 16 KiB at
+// ((b*dp/64 + kc)*128*64), row n of it at n*64, its 16-byte chunk c at
+// ((c ^ n) & 7)*8: the 128-byte swizzle of the shared-memory tile.
+func swizzleTiles(words []uint16, dp int) []uint16 {
+	rows, kcs := len(words)/dp, dp/dimAlign
+	out := make([]uint16, len(words))
+	for b := 0; b < rows/128; b++ {
+		for kc := 0; kc < kcs; kc++ {
+			blk := out[(b*kcs+kc)*128*dimAlign:]
+			for n := 0; n < 128; n++ {
+				src := words[(b*128+n)*dp+kc*dimAlign:]
+				for c := 0; c < 8; c++ {
+					copy(blk[n*dimAlign+((c^n)&7)*8:n*dimAlign+((c^n)&7)*8+8], src[c*8:c*8+8])
+				}
+			}
+		}
+	}
+	return out
 }
 
 func upload(be *cuda.Backend, b []byte) (*cuda.Buffer, error) {
@@ -349,7 +379,7 @@ func (dc *DeviceCodebooks) launchFused(v variant, k *cuda.Kernel, x cuda.DeviceP
 	c := dc.c
 	rows := bt.B * bt.T
 	return k.Launch(cuda.Dim3{X: (rows + v.bm - 1) / v.bm, Y: 1, Z: 1}, cuda.Dim3{X: v.threads(), Y: 1, Z: 1}, v.shared(dc.dp),
-		x, lengths, rows, bt.T, c.dim, dc.dp, len(c.stages), c.split, dc.words, dc.hn, dc.meta, codes, quantized, res, stats)
+		x, lengths, rows, bt.T, c.dim, dc.dp, len(c.stages), c.split, dc.words, dc.tiles, dc.hn, dc.meta, codes, quantized, res, stats)
 }
 
 // encodeSmall queues the small-batch path: per stage, every entry of the

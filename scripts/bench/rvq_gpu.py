@@ -101,7 +101,7 @@ def timed(fn, reps):
     return ts[len(ts) // 2]
 
 
-BENCH_RE = re.compile(r"^BenchmarkCUDAEncode/B(\d+)_T(\d+)_Q(\d+)_K(\d+)_D(\d+)/v=(\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op\s+([\d.]+) TFLOP/s\s+([\d.]+) dev-us/op")
+BENCH_RE = re.compile(r"^BenchmarkCUDAEncode/B(\d+)_T(\d+)_Q(\d+)_K(\d+)_D(\d+)/v=(\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op\s+([\d.]+) TFLOP/s\s+([\d.]+) dev-us/op(?:\s+([\d.]+) kern-us/op)?")
 BENCH_RE2 = re.compile(r"^BenchmarkCUDAEncode/B(\d+)_T(\d+)_Q(\d+)_K(\d+)_D(\d+)/v=(\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op\s+([\d.]+) dev-us/op\s+([\d.]+) TFLOP/s")
 
 
@@ -129,9 +129,11 @@ def run_go(binary, benchtime, saved, timeout):
             m = BENCH_RE.match(line)
             if not m:
                 continue
-            *shape, v, ns, tf, us = m.groups()
-        out.setdefault(tuple(int(s) for s in shape), {})[v] = {"ms": float(us) / 1e3, "wall_ms": float(ns) / 1e6,
-                                                               "tflops": float(tf)}
+            *shape, v, ns, tf, us, kern = m.groups()
+        rec = {"ms": float(us) / 1e3, "wall_ms": float(ns) / 1e6, "tflops": float(tf)}
+        if m.re is BENCH_RE and kern:
+            rec["kernel_ms"] = float(kern) / 1e3
+        out.setdefault(tuple(int(s) for s in shape[:5]), {})[v] = rec
     return out
 
 
@@ -189,11 +191,12 @@ def main():
             lines.append(f"| {s} | {row['gflop']:.0f} | {row['reference']['ms']:.2f} ({row['reference']['tflops']:.0f}) | "
                          f"{row['torch_bf16']['ms']:.2f} ({row['torch_bf16']['tflops']:.0f}) | - | - | - | - | - | - |")
     lines.append("")
-    lines.append("Variant sweep (ours, ms / TFLOP/s):")
+    lines.append("Variant sweep (ours: Encode ms / TFLOP/s, fused kernel alone ms):")
     lines.append("")
     for row in res["shapes"]:
         s = ",".join(str(v) for v in row["shape"])
-        cells = ", ".join(f"{v}: {o['ms']:.3f} / {o['tflops']:.0f}" for v, o in sorted(row["ours"].items()))
+        cells = ", ".join(f"{v}: {o['ms']:.3f} / {o['tflops']:.0f}" + (f" (kernel {o['kernel_ms']:.3f})" if "kernel_ms" in o else "")
+                          for v, o in sorted(row["ours"].items()))
         lines.append(f"- {s}: {cells or '-'}")
     table = "\n".join(lines)
     print(table)
