@@ -42,9 +42,8 @@
 //     MT*NT mma.
 //   * Epilogue per N-tile, in registers: s = hn_e - acc (the CPU's score,
 //     ||C_e||^2/2 - dot, ordered like ||r - C_e||^2), folded into a running
-//     (best, second, argbest) per row; a score equal to the best with a
-//     higher index only lowers `second`.
-//   * End of stage: merge (best, second, argbest) over the quad's lanes
+//     (best | argbest in the low 12 bits, second) per row (struct Best).
+//   * End of stage: merge the running pairs over the quad's lanes
 //     (shuffles) and over the WN warps sharing a row (shared memory).
 //     Near-tie guard: the bf16 A operand and the tensor-core accumulation
 //     move each score away from the CPU's by at most
@@ -223,53 +222,16 @@ __device__ __forceinline__ void wgWait0() { asm volatile("wgmma.wait_group.sync.
 __device__ __forceinline__ void proxyFence() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 #endif
 
-// Best is a running (best, second, argbest) of scores.
+// Best is a running (best, second) pair of scores with the best one's entry
+// index in its low 12 bits (K <= 4096): 5 instructions a score (sub, or-in
+// the index, three min/max) instead of a compare and selects. Truncating 12
+// of the 23 mantissa bits moves a score by less than 2^-10 of its magnitude,
+// which the guard adds to its bound (kSlack, together with the fp32 rounding
+// of hn - dot on either side); equal packed scores cannot occur, and a
+// near or exact tie is always re-scored exactly.
 struct Best {
   float b1, b2;
-  int i1;
-  // kSlack bounds, relative to the scores' magnitudes, what the guard's
-  // |r| cmax term does not cover: the fp32 rounding of hn - dot on either
-  // side (2^-24 each, 2x slack).
-  static constexpr float kSlack = 0x1p-22f;
-  __device__ __forceinline__ void init() {
-    b1 = INFINITY;
-    b2 = INFINITY;
-    i1 = 0x7fffffff;
-  }
-  // add folds score s of entry e (entries of one thread arrive in increasing
-  // e, so an equal score never displaces the best).
-  __device__ __forceinline__ void add(float s, int e) {
-    if (s < b1) {
-      b2 = b1;
-      b1 = s;
-      i1 = e;
-    } else {
-      b2 = fminf(b2, s);
-    }
-  }
-  // merge folds another running triple (any index order).
-  __device__ __forceinline__ void merge(float o1, float o2, int oi) {
-    float lo = fminf(b2, o2);
-    if (o1 < b1 || (o1 == b1 && oi < i1)) {
-      lo = fminf(lo, b1);
-      b1 = o1;
-      i1 = oi;
-    } else {
-      lo = fminf(lo, o1);
-    }
-    b2 = lo;
-  }
-  __device__ __forceinline__ int idx() const { return i1; }
-};
-
-// BestPacked is Best with the entry index in the low 12 bits of the best
-// score (K <= 4096): 5 instructions a score (sub, or-in the index, three
-// min/max) instead of a compare and selects. Truncating 12 of the 23
-// mantissa bits moves a score by less than 2^-10 of its magnitude, which the
-// guard adds to its bound (kSlack); equal packed scores cannot occur.
-struct BestPacked {
-  float b1, b2;
-  static constexpr float kSlack = 0x1p-9f + 0x1p-22f;  // truncation (2x slack) + Best's
+  static constexpr float kSlack = 0x1p-9f + 0x1p-22f;  // truncation (2x slack) + fp32 rounding
   __device__ __forceinline__ void init() {
     b1 = INFINITY;
     b2 = INFINITY;
@@ -798,20 +760,18 @@ __device__ __forceinline__ void encode(const Params& p) {
     rvqk::encode<BM, BN, WM, WN, S, WG, rvqk::B, RS>(RVQ_PARAMS);                           \
   }
 // name: m<BM> n<BN> w<WM><WN> (warps) s<ring depth>, p: packed running
-// minimum, r: fp32 residual in shared memory, x2: two CTAs an SM.
-RVQ_VARIANT(rvq_encode_m128n128w24s4p, 128, 128, 2, 4, 4, 1, false, BestPacked, false)
-RVQ_VARIANT(rvq_encode_m128n128w24s4, 128, 128, 2, 4, 4, 1, false, Best, false)
-RVQ_VARIANT(rvq_encode_m128n128w24s4pr, 128, 128, 2, 4, 4, 1, false, BestPacked, true)
-RVQ_VARIANT(rvq_encode_m128n256w24s3p, 128, 256, 2, 4, 3, 1, false, BestPacked, false)
-RVQ_VARIANT(rvq_encode_m256n128w42s3p, 256, 128, 4, 2, 3, 1, false, BestPacked, false)
-RVQ_VARIANT(rvq_encode_m64n128w14s4p, 64, 128, 1, 4, 4, 1, false, BestPacked, false)
-RVQ_VARIANT(rvq_encode_m64n128w22s4x2p, 64, 128, 2, 2, 4, 2, false, BestPacked, false)
-RVQ_VARIANT(rvq_encode_m128n128w22s4x2p, 128, 128, 2, 2, 4, 2, false, BestPacked, false)
+// minimum (all), r: fp32 residual in shared memory, x2: two CTAs an SM.
+RVQ_VARIANT(rvq_encode_m128n128w24s4p, 128, 128, 2, 4, 4, 1, false, Best, false)
+RVQ_VARIANT(rvq_encode_m128n128w24s4pr, 128, 128, 2, 4, 4, 1, false, Best, true)
+RVQ_VARIANT(rvq_encode_m128n256w24s3p, 128, 256, 2, 4, 3, 1, false, Best, false)
+RVQ_VARIANT(rvq_encode_m64n128w14s4p, 64, 128, 1, 4, 4, 1, false, Best, false)
 // Hopper: wgmma m64n128k16 from shared memory, a warpgroup per 64 rows (the
 // mma.sync tiling WM x 1 warps, 16 rows x 128 codewords a warp, elsewhere).
-RVQ_VARIANT(rvq_encode_wg_m128n128s4p, 128, 128, 8, 1, 4, 1, true, BestPacked, false)
-RVQ_VARIANT(rvq_encode_wg_m128n128s4pr, 128, 128, 8, 1, 4, 1, true, BestPacked, true)
-RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, BestPacked, false)
+RVQ_VARIANT(rvq_encode_wg_m128n128s4p, 128, 128, 8, 1, 4, 1, true, Best, false)
+RVQ_VARIANT(rvq_encode_wg_m128n128s4pr, 128, 128, 8, 1, 4, 1, true, Best, true)
+RVQ_VARIANT(rvq_encode_wg_m128n128s3px2, 128, 128, 8, 1, 3, 2, true, Best, false)
+RVQ_VARIANT(rvq_encode_wg_m192n128s4p, 192, 128, 12, 1, 4, 1, true, Best, false)
+RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, Best, false)
 
 // rvq_small_score: stage q of the small-batch path. Grid (ceil(K/256),
 // nrows), block 256: thread e scores entry e exactly (CPU formula) for the

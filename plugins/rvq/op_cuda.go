@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"sync"
 
 	kern "github.com/edgespeech/edge/kernels"
@@ -76,20 +77,18 @@ func (v variant) shared(dp int) int {
 }
 
 // variants in order of preference: Encode takes the first whose shared
-// memory fits the device for the codebooks' D.
+// memory fits the device for the codebooks' D (the wg ones on Hopper only).
 var variants = []variant{
+	{"rvq_encode_wg_m128n128s4p", 128, 128, 8, 1, 4, false},
 	{"rvq_encode_m128n128w24s4p", 128, 128, 2, 4, 4, false},
-	{"rvq_encode_m128n128w24s4", 128, 128, 2, 4, 4, false},
+	{"rvq_encode_m64n128w14s4p", 64, 128, 1, 4, 4, false},
 	{"rvq_encode_m128n128w24s4pr", 128, 128, 2, 4, 4, true},
 	{"rvq_encode_m128n256w24s3p", 128, 256, 2, 4, 3, false},
-	{"rvq_encode_m256n128w42s3p", 256, 128, 4, 2, 3, false},
-	{"rvq_encode_m64n128w14s4p", 64, 128, 1, 4, 4, false},
-	{"rvq_encode_m64n128w22s4x2p", 64, 128, 2, 2, 4, false},
-	{"rvq_encode_m128n128w22s4x2p", 128, 128, 2, 2, 4, false},
-	// wgmma on sm_90a (unless kernels/rvq.cu is built with RVQ_NO_WGMMA), the same
-	// tiling on mma.sync otherwise.
-	{"rvq_encode_wg_m128n128s4p", 128, 128, 8, 1, 4, false},
+	// wg: wgmma on sm_90a (unless kernels/rvq.cu is built with
+	// RVQ_NO_WGMMA), the same tiling on mma.sync elsewhere.
 	{"rvq_encode_wg_m128n128s4pr", 128, 128, 8, 1, 4, true},
+	{"rvq_encode_wg_m128n128s3px2", 128, 128, 8, 1, 3, false},
+	{"rvq_encode_wg_m192n128s4p", 192, 128, 12, 1, 4, false},
 	{"rvq_encode_wg_m256n128s3p", 256, 128, 16, 1, 3, false},
 }
 
@@ -97,6 +96,7 @@ var variants = []variant{
 type cudaKernels struct {
 	fused                          map[string]*cuda.Kernel
 	maxShared                      map[string]int // dynamic shared memory a block of each fused kernel may use
+	hopper                         bool           // compute capability 9.x: the wg (wgmma) variants are preferred
 	small, update, pad, check, dec *cuda.Kernel
 }
 
@@ -110,6 +110,11 @@ func loadKernels(b *cuda.Backend) (*cudaKernels, error) {
 		return nil, err
 	}
 	k := &cudaKernels{fused: map[string]*cuda.Kernel{}, maxShared: map[string]int{}}
+	for _, d := range b.Devices() {
+		if strings.HasPrefix(d.Name, b.Device()+" ") {
+			k.hopper = strings.HasPrefix(d.Detail, "sm_9")
+		}
+	}
 	for _, v := range variants {
 		f, err := mod.Kernel(v.name)
 		if err != nil {
@@ -276,7 +281,8 @@ func u16Bytes(v []uint16) []byte {
 }
 
 // pick returns the fused variant for these codebooks: $EDGE_RVQ_VARIANT or
-// dc.variant when set, else the first that fits the device's shared memory.
+// dc.variant when set, else the first that fits the device's shared memory
+// (skipping the wg variants on GPUs other than Hopper).
 func (dc *DeviceCodebooks) pick() (variant, *cuda.Kernel, error) {
 	want := dc.variant
 	if want == "" {
@@ -285,6 +291,9 @@ func (dc *DeviceCodebooks) pick() (variant, *cuda.Kernel, error) {
 	for _, v := range variants {
 		if want != "" && v.name != want {
 			continue
+		}
+		if want == "" && !dc.k.hopper && strings.HasPrefix(v.name, "rvq_encode_wg_") {
+			continue // without wgmma the wg tilings are the slower mma.sync ones
 		}
 		if need := v.shared(dc.dp); need > dc.k.maxShared[v.name] {
 			if want != "" {
