@@ -219,6 +219,7 @@ __device__ __forceinline__ void wgmma64x128(float (&d)[16][4], uint64_t da, uint
 __device__ __forceinline__ void wgFence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgCommit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgWait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+__device__ __forceinline__ void wgWait1() { asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); }
 __device__ __forceinline__ void proxyFence() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 #endif
 
@@ -499,7 +500,20 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
           for (int ks = 0; ks < kBK / 16; ks++)
             wgmma64x128(reinterpret_cast<float(&)[16][4]>(accum[0]), wgDesc(a0 + ks * 32), wgDesc(b0 + ks * 32), (kc | ks) != 0);
           wgCommit();
+#if RVQ_BULK
+          // Keep this k-chunk's wgmma in flight while releasing the previous
+          // slot; the N-tile's last one is waited for before the epilogue.
+          if (kc < KC - 1)
+            wgWait1();
+          else
+            wgWait0();
+          if (kc > 0) {
+            __syncwarp();
+            if (lane == 0) mbarArrive(emptyA + 8 * ((pipe.cons + S - 1) % S));
+          }
+#else
           wgWait0();
+#endif
         }
 #endif
         const uint32_t aAddr = aBase + kc * (BM * 128), bAddr = ringAddr + slot * C::kSlotB + bBase;
@@ -540,8 +554,12 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
           }
         }
 #if RVQ_BULK
-        __syncwarp();  // the warp is done with the slot (wgmma waited, ldmatrix consumed)
-        if (lane == 0) mbarArrive(emptyA + 8 * slot);
+        // The warp is done with the slot (ldmatrix results consumed; wgmma:
+        // released here only after the N-tile's last k-chunk, see above).
+        if (!kWG || kc == KC - 1) {
+          __syncwarp();
+          if (lane == 0) mbarArrive(emptyA + 8 * slot);
+        }
         pipe.cons++;
         if (tid == 0 && pipe.prod < end) produce();
 #else
