@@ -136,6 +136,12 @@ __device__ __forceinline__ void mma16816(float* c, const uint32_t* a, uint32_t b
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// namedBarrier synchronises the n threads (a multiple of 32) that use
+// barrier id (1..15; 0 is __syncthreads).
+__device__ __forceinline__ void namedBarrier(int id, int n) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+
 __device__ __forceinline__ float bf(uint16_t v) { return __uint_as_float(static_cast<uint32_t>(v) << 16); }
 
 // RVQ_HAVE_WGMMA: the wg variants issue wgmma (sm_90a; -DRVQ_NO_WGMMA
@@ -470,7 +476,16 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
 #if RVQ_HAVE_WGMMA
     if constexpr (kWG) proxyFence();  // A tile stores (generic proxy) -> wgmma
 #endif
-    __syncthreads();  // A tile of this stage written
+    // The A tile of this stage is written: with WN == 1 each warp wrote the
+    // rows it multiplies (wgmma: its warpgroup's 64 rows), else any.
+    if constexpr (WN == 1) {
+      if constexpr (kWG)
+        namedBarrier(1 + warp / 4, 128);
+      else
+        __syncwarp();
+    } else {
+      __syncthreads();
+    }
     for (int nt = 0; nt < ntiles; nt++) {
 #pragma unroll
       for (int m = 0; m < C::MT; m++)
@@ -568,7 +583,15 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       }
     }
     // ---- end of stage: merge the running minima of the quad, then of the
-    // WN warps sharing each row.
+    // WN warps sharing each row, and decide: sel[r] = -1 - j (decided j),
+    // j >= 0 (near tie: re-score; j is the tensor-core winner), -1 for a
+    // row that is not valid.
+    const float cmax = __int_as_float(p.meta[q * 4 + 2]);
+    auto decide = [&](int r, const B& b) {
+      const float bound = rnorm[r] * cmax * (0x1p-7f + float(Dp) * 0x1p-20f) + float(Dp) * 0x1p-120f +
+                          B::kSlack * (fabsf(b.b1) + fabsf(b.b2));
+      sel[r] = (rnorm[r] < 0.f) ? -1 : (b.b2 - b.b1 > bound ? -1 - b.idx() : b.idx());
+    };
 #pragma unroll
     for (int m = 0; m < C::MT; m++)
 #pragma unroll
@@ -581,29 +604,34 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
           b.merge(o1, o2, oi);
         }
         if ((lane & 3) == 0) {
-          int r = wm * (BM / WM) + m * 16 + h * 8 + (lane >> 2);
-          float* pp = part + (wn * BM + r) * 3;
-          pp[0] = b.b1;
-          pp[1] = b.b2;
-          pp[2] = __int_as_float(b.idx());
+          const int r = wm * (BM / WM) + m * 16 + h * 8 + (lane >> 2);
+          if constexpr (WN == 1) {
+            decide(r, b);  // the warp holds all of its rows' scores
+          } else {
+            float* pp = part + (wn * BM + r) * 3;
+            pp[0] = b.b1;
+            pp[1] = b.b2;
+            pp[2] = __int_as_float(b.idx());
+          }
         }
       }
-    __syncthreads();
-    const float cmax = __int_as_float(p.meta[q * 4 + 2]);
-    for (int r = tid; r < BM; r += C::kThreads) {
-      B b;
-      b.init();
-      b.merge(part[r * 3], part[r * 3 + 1], __float_as_int(part[r * 3 + 2]));
-      for (int w = 1; w < WN; w++) {
-        const float* pp = part + (w * BM + r) * 3;
-        b.merge(pp[0], pp[1], __float_as_int(pp[2]));
+    if constexpr (WN == 1) {
+      // Warp w decided rows [16w, 16w+16), the ones it updates below: no
+      // block barrier, so the other warps keep the tensor cores busy.
+      __syncwarp();
+    } else {
+      __syncthreads();
+      for (int r = tid; r < BM; r += C::kThreads) {
+        B b;
+        b.init();
+        for (int w = 0; w < WN; w++) {
+          const float* pp = part + (w * BM + r) * 3;
+          b.merge(pp[0], pp[1], __float_as_int(pp[2]));
+        }
+        decide(r, b);
       }
-      float bound = rnorm[r] * cmax * (0x1p-7f + float(Dp) * 0x1p-20f) + float(Dp) * 0x1p-120f +
-                    B::kSlack * (fabsf(b.b1) + fabsf(b.b2));
-      // -1 - j: decided j; j >= 0: re-score (j is the tensor-core winner).
-      sel[r] = (rnorm[r] < 0.f) ? -1 : (b.b2 - b.b1 > bound ? -1 - b.idx() : b.idx());
+      __syncthreads();
     }
-    __syncthreads();
     // ---- update. Warp w owns rows [w*RW, (w+1)*RW): first the exact
     // re-score of its near ties, then r -= C_j for all its rows at once,
     // 8 values (16 bytes of codeword) per lane and kU chunks in flight.
@@ -786,6 +814,7 @@ RVQ_VARIANT(rvq_encode_m64n128w14s4p, 64, 128, 1, 4, 4, 1, false, Best, false)
 // Hopper: wgmma m64n128k16 from shared memory, a warpgroup per 64 rows (the
 // mma.sync tiling WM x 1 warps, 16 rows x 128 codewords a warp, elsewhere).
 RVQ_VARIANT(rvq_encode_wg_m128n128s4p, 128, 128, 8, 1, 4, 1, true, Best, false)
+RVQ_VARIANT(rvq_encode_wg_m128n128s6p, 128, 128, 8, 1, 6, 1, true, Best, false)
 RVQ_VARIANT(rvq_encode_wg_m128n128s4pr, 128, 128, 8, 1, 4, 1, true, Best, true)
 RVQ_VARIANT(rvq_encode_wg_m128n128s3px2, 128, 128, 8, 1, 3, 2, true, Best, false)
 RVQ_VARIANT(rvq_encode_wg_m192n128s4p, 192, 128, 12, 1, 4, 1, true, Best, false)

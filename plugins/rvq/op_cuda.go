@@ -86,6 +86,7 @@ var variants = []variant{
 	{"rvq_encode_m128n256w24s3p", 128, 256, 2, 4, 3, false},
 	// wg: wgmma on sm_90a (unless kernels/rvq.cu is built with
 	// RVQ_NO_WGMMA), the same tiling on mma.sync elsewhere.
+	{"rvq_encode_wg_m128n128s6p", 128, 128, 8, 1, 6, false},
 	{"rvq_encode_wg_m128n128s4pr", 128, 128, 8, 1, 4, true},
 	{"rvq_encode_wg_m128n128s3px2", 128, 128, 8, 1, 3, false},
 	{"rvq_encode_wg_m192n128s4p", 192, 128, 12, 1, 4, false},
