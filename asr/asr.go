@@ -144,15 +144,18 @@ func pipelineConfig(m *model.Manifest, modelPath string, opt Options) runtime.Pi
 	}
 	encoder := runtime.StepConfig{Name: "encoder", Op: "encoder", Params: params}
 	cfg := runtime.PipelineConfig{
-		Inputs:  []runtime.PipelineInput{{Name: "pcm", DType: "f32", Rank: 2}, {Name: "pcm_lengths", DType: "i64", Rank: 1}},
+		// "audio", not "pcm": a pipeline tensor named like an op's optional
+		// input is bound to it, and the encoder has an optional "pcm" input
+		// (which, on a device backend, would upload the audio a second time).
+		Inputs:  []runtime.PipelineInput{{Name: "audio", DType: "f32", Rank: 2}, {Name: "audio_lengths", DType: "i64", Rank: 1}},
 		Outputs: []string{"log_probs", "frames"},
 	}
 	if m.RawWaveform() {
-		encoder.Inputs = map[string]string{model.InputPCM: "pcm", model.InputLengths: "pcm_lengths"}
+		encoder.Inputs = map[string]string{model.InputPCM: "audio", model.InputLengths: "audio_lengths"}
 	} else {
 		cfg.Steps = append(cfg.Steps, runtime.StepConfig{
 			Name: "fbank", Op: "fbank", Params: m.Frontend,
-			Inputs:  map[string]string{"pcm": "pcm", "lengths": "pcm_lengths"},
+			Inputs:  map[string]string{"pcm": "audio", "lengths": "audio_lengths"},
 			Outputs: map[string]string{"features": "features", "lengths": "feature_lengths"},
 		})
 		encoder.Inputs = map[string]string{model.InputFeatures: "features", model.InputLengths: "feature_lengths"}
@@ -285,7 +288,7 @@ func (r *Recognizer) encode(ctx context.Context, pcm []float32) (*runtime.Tensor
 		return nil, 0, err
 	}
 	n := runtime.Must(runtime.FromSlice(runtime.I64, runtime.Shape{1}, []int64{int64(len(pcm))}))
-	out, err := r.pipeline.Run(ctx, runtime.Tensors{"pcm": x, "pcm_lengths": n})
+	out, err := r.pipeline.Run(ctx, runtime.Tensors{"audio": x, "audio_lengths": n})
 	if err != nil {
 		return nil, 0, err
 	}

@@ -162,8 +162,8 @@ func runBatch(tb testing.TB, p *runtime.Pipeline, be runtime.Backend, pcm []floa
 		lens[b] = int64(len(pcm))
 	}
 	out, err := p.Run(context.Background(), runtime.Tensors{
-		"pcm":         runtime.Must(runtime.FromSlice(runtime.F32, runtime.Shape{B, len(pcm)}, x)),
-		"pcm_lengths": runtime.Must(runtime.FromSlice(runtime.I64, runtime.Shape{B}, lens)),
+		"audio":         runtime.Must(runtime.FromSlice(runtime.F32, runtime.Shape{B, len(pcm)}, x)),
+		"audio_lengths": runtime.Must(runtime.FromSlice(runtime.I64, runtime.Shape{B}, lens)),
 	})
 	require.NoError(tb, err)
 	for _, k := range []string{"alignment", "frame_scores"} {
