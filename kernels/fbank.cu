@@ -156,7 +156,7 @@ __device__ float mel_tc(const float* P, int pitchP, int rows, int valid, int H, 
 template <int N>
 __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, const Item* __restrict__ items,
                        const float* __restrict__ window, const float2* __restrict__ twN,
-                       const Band* __restrict__ bands, const float* __restrict__ weights, long long shared_w,
+                       const float2* __restrict__ colTw, const Band* __restrict__ bands, const float* __restrict__ weights, long long shared_w,
                        long long n_mels,
                        long long frames, long long hop, long long pad, long long reflect, double preemph,
                        double guard, double floor_, double scale, long long layout, long long steps,
@@ -200,24 +200,25 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
     if (nact > 0) {  // warp-uniform
       const long long t = ts + r0 + g;
       const bool active = g < nact;
-      if (active) {
-        // Finite check of the samples this frame owns: x·0 is NaN only for a
-        // NaN/Inf x; the exact index is looked up when the sum says so.
-        const long long lo = t * hop, hi = t + 1 == it.computed ? it.real : min(it.real, (t + 1) * hop);
-        float nf = 0.f;
-        for (long long j = lo + n1; j < hi; j += fbank::kLanes) nf = fmaf(row[j], 0.f, nf);
-        if (nf != 0.f) {
-          for (long long j = lo + n1; j < hi; j += fbank::kLanes) {
-            if (!isfinite(row[j])) atomicMin(bad + b, (unsigned long long)j);
-          }
-        }
-      }
       fbank::Source src{row, it.n, it.real, t * hop - pad, (int)reflect, (float)preemph};
       float2* Tg = T + g * Fr::S;
       {
         fbank::Column<N> col;
         col.load(src, win2, n1, active);
-        col.transform(twN, n1);
+        // Finite check of the samples each frame owns, [t·hop, (t+1)·hop)
+        // (the last computed frame: up to real): free when the interior
+        // loads read them all and found them finite (x·0 is NaN only for a
+        // NaN/Inf x); else, and to find the index, the warp's lanes pass
+        // over them (a frame's owned samples are spread over its 8 lanes'
+        // loads differently than over this loop, hence the warp vote).
+        const long long lo = t * hop, hi = t + 1 == it.computed ? it.real : min(it.real, (t + 1) * hop);
+        const bool clean = col.fast && lo >= src.start && hi <= src.start + N && col.nf == 0.f;
+        if (__any_sync(0xffffffffu, active && !clean) && active) {
+          for (long long j = lo + n1; j < hi; j += fbank::kLanes) {
+            if (!isfinite(row[j])) atomicMin(bad + b, (unsigned long long)j);
+          }
+        }
+        col.transform(colTw, n1);
         col.store(Tg, n1);
       }
       __syncwarp();
@@ -244,15 +245,21 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
     const int rows = (int)min((long long)R, frames - ts);
     const int comp = (int)max(0LL, min((long long)R, it.computed - ts));  // staged rows < comp hold features
     if (layout == 0) {
-      for (int idx = threadIdx.x; idx < M * R; idx += threads) {
-        int m = idx / R, r = idx % R;
-        if (r < rows) out[(b * M + m) * frames + ts + r] = r < comp ? stage[r * pitch + m] : 0.f;
+      // Thread (m0, r) = (tid / R, tid % R) writes rows r of features
+      // m0, m0 + threads/R, ... (R divides threads): no divisions.
+      const int r = threadIdx.x % R;
+      if (r < rows) {
+        float* dst = out + b * M * frames + ts + r;
+        for (int m = threadIdx.x / R; m < M; m += threads / R) dst[m * frames] = r < comp ? stage[r * pitch + m] : 0.f;
       }
     } else {
       float* dst = out + (b * frames + ts) * M;
+      int r = threadIdx.x / M, m = threadIdx.x % M;  // of idx, advanced without divisions
+      const int dr = threads / M, dm = threads % M;
       for (int idx = threadIdx.x; idx < rows * M; idx += threads) {
-        int r = idx / M, m = idx % M;
         dst[idx] = r < comp ? stage[r * pitch + m] : 0.f;
+        r += dr, m += dm;
+        if (m >= M) m -= M, r++;
       }
     }
     if (stats == kStatsMoments) {
@@ -290,13 +297,14 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
 
 #define FBANK_LOGMEL_ARGS                                                                                      \
   const float *pcm, long long pcm_stride, const Item *items, const float *window, const float2 *twN,          \
+      const float2 *colTw,                                                                                      \
       const Band *bands, const float *weights, long long shared_w, long long n_mels, long long frames, long long hop, \
       long long pad, \
       long long reflect, double preemph, double guard, double floor_, double scale, long long layout,         \
       long long steps, float *out, void *partial, long long stats, unsigned long long *bad, const float4 *mel_frag, \
       const int4 *mel_tiles
 #define FBANK_LOGMEL_CALL                                                                                     \
-  pcm, pcm_stride, items, window, twN, bands, weights, shared_w, n_mels, frames, hop, pad, reflect, preemph, guard, floor_, \
+  pcm, pcm_stride, items, window, twN, colTw, bands, weights, shared_w, n_mels, frames, hop, pad, reflect, preemph, guard, floor_, \
       scale, layout, steps, out, partial, stats, bad, mel_frag, mel_tiles
 
 extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n400(FBANK_LOGMEL_ARGS) {
@@ -390,14 +398,14 @@ __device__ __forceinline__ float norm1(float y, unsigned m, unsigned t, long lon
 
 // normalize_span normalises elements [lo, hi) of an item's features in place
 // (element idx = m·T + t for mel_time, t·M + m for time_mel; norm1). Thread
-// i takes the chunks of 4 elements at lo + 4·i + 4·k·blockDim.x, 4 chunks in
+// i takes the chunks of 4 elements at lo + 4·i + 4·k·blockDim.x, 8 chunks in
 // flight per round (coalesced; float4 when item + lo is 16-byte aligned).
 // Loads bypass L1 (__ldcg): in fbank_fused other blocks wrote these lines
 // during this launch, and L1 is not coherent. mom: the item's (mean, inv)
 // per feature (global or shared memory).
 __device__ void normalize_span(float* item, unsigned lo, unsigned hi, long long computed, unsigned M, unsigned T,
                                long long layout, long long stats, float fl, const double* mom) {
-  constexpr int kChunks = 4;
+  constexpr int kChunks = 8;
   const unsigned inner = layout == 0 ? T : M;  // idx = outer·inner + in
   const bool vec = (reinterpret_cast<unsigned long long>(item + lo) & 15) == 0;
   for (unsigned c0 = lo + 4 * threadIdx.x; c0 < hi; c0 += 4 * kChunks * blockDim.x) {
@@ -505,7 +513,8 @@ __device__ void fused(FBANK_LOGMEL_ARGS, long long batch, long long groups, long
       const double* p = static_cast<const double*>(partial) + item * G * M * 2;
       for (unsigned m = threadIdx.x; m < M; m += blockDim.x) {
         double s = 0, s2 = 0;
-        for (long long g = 0; g < G; g++) {
+#pragma unroll 8
+        for (long long g = 0; g < G; g++) {  // in order; the unrolling keeps 8 loads in flight
           s += __ldcg(p + (g * M + m) * 2);
           s2 += __ldcg(p + (g * M + m) * 2 + 1);
         }

@@ -11,7 +11,8 @@
 //   Z[k2 + C·k1] = Σ_n1 W8^(n1·k1) · W_H^(n1·k2) · Σ_n2 z[n1 + 8·n2]·W_C^(n2·k2):
 //   Column: lane n1 loads its C points straight from the signal into
 //           registers, does the C-point DFT in registers (5x5 or 4x8
-//           Cooley-Tukey, constant twiddles), multiplies by W_H^(n1·k2) and
+//           Cooley-Tukey, constant twiddles), multiplies by W_H^(n1·k2)
+//           (table colTw[k2·8 + n1], see colTw in plugins/fbank) and
 //           stores the column to the frame's buffer T[n1][k2] (row pitch R).
 //   Pairs:  after a warp barrier, lane n1 reads whole columns k2 (8 values),
 //           does the 8-point DFTs in registers and, because it holds the
@@ -231,21 +232,29 @@ template <int N>
 struct Column {
   using F = Frame<N>;
   float2 v[F::C];
+  // fast: load took the interior path, which read every sample of
+  // [start, start + N) raw; nf is then the sum of x·0 over the lane's raw
+  // samples: 0 when they are finite, NaN when one is NaN or ±Inf.
+  bool fast;
+  float nf;
 
   // load forms the lane's points from the signal: z[n] = w[2n]·x(start+2n)
   // + i·w[2n+1]·x(start+2n+1), with win2[n] = (w[2n], w[2n+1]). Interior
   // frames without per-sample branches; frames that touch the padding or
   // the clip's end through sample(). An inactive lane (no frame) loads 0.
   EDGE_HD void load(const Source& s, const float2* win2, int n1, bool active) {
-    if (active && s.start >= 1 && s.start + N <= s.real) {
+    fast = active && s.start >= 1 && s.start + N <= s.real;
+    nf = 0.f;
+    if (fast) {
       const float* p = s.pcm + s.start + 2 * n1;
-#pragma unroll
-      for (int j = 0; j < F::C; j++) {
-        float2 w = win2[n1 + kLanes * j];
-        float a0 = p[2 * kLanes * j], a1 = p[2 * kLanes * j + 1];
-        float x0 = s.preemph != 0.f ? fmaf(-s.preemph, p[2 * kLanes * j - 1], a0) : a0;
-        float x1 = s.preemph != 0.f ? fmaf(-s.preemph, a0, a1) : a1;
-        v[j] = make_float2(w.x * x0, w.y * x1);
+      // The lanes read pairs (x[2n], x[2n+1]): one 8-byte load each when
+      // the frame starts at an even address (the frame's 8 lanes agree).
+      const bool pairs = (reinterpret_cast<unsigned long long>(p) & 7) == 0;
+      const float a = s.preemph;
+      if (pairs) {
+        a != 0.f ? load_fast<true, true>(p, win2, n1, a) : load_fast<true, false>(p, win2, n1, a);
+      } else {
+        a != 0.f ? load_fast<false, true>(p, win2, n1, a) : load_fast<false, false>(p, win2, n1, a);
       }
       return;
     }
@@ -259,11 +268,33 @@ struct Column {
     }
   }
 
-  // transform: the C-point DFT, then v[k2] *= W_H^(n1·k2) = twN[2·n1·k2].
-  EDGE_HD void transform(const float2* twN, int n1) {
+  // load_fast is load's interior path: p = pcm + start + 2·n1, kPairs: p is
+  // 8-byte aligned, kPre: pre-emphasis a.
+  template <bool kPairs, bool kPre>
+  EDGE_HD void load_fast(const float* p, const float2* win2, int n1, float a) {
+#pragma unroll
+    for (int j = 0; j < F::C; j++) {
+      const float2 w = win2[n1 + kLanes * j];
+      float a0, a1;
+      if (kPairs) {
+        const float2 x = reinterpret_cast<const float2*>(p)[kLanes * j];
+        a0 = x.x, a1 = x.y;
+      } else {
+        a0 = p[2 * kLanes * j], a1 = p[2 * kLanes * j + 1];
+      }
+      nf = fmaf(a1, 0.f, fmaf(a0, 0.f, nf));
+      const float x0 = kPre ? fmaf(-a, p[2 * kLanes * j - 1], a0) : a0;
+      const float x1 = kPre ? fmaf(-a, a0, a1) : a1;
+      v[j] = make_float2(w.x * x0, w.y * x1);
+    }
+  }
+
+  // transform: the C-point DFT, then v[k2] *= W_H^(n1·k2) = colTw[k2·8 + n1]
+  // (the table laid out so that a frame's 8 lanes read 64 contiguous bytes).
+  EDGE_HD void transform(const float2* colTw, int n1) {
     ColumnDFT<F::C>::run(v);
 #pragma unroll
-    for (int k = 1; k < F::C; k++) v[k] = cmul(v[k], twN[2 * n1 * k]);
+    for (int k = 1; k < F::C; k++) v[k] = cmul(v[k], colTw[k * kLanes + n1]);
   }
 
   // store writes the lane's row T[n1][0..C) of the frame's buffer T.

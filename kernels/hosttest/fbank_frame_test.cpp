@@ -48,11 +48,14 @@ static int check(std::mt19937& rng, bool reflect, double preemph, int win, long 
   std::vector<float2> win2(H);
   for (int m = 0; m < H; m++) win2[m] = make_float2(window[2 * m], window[2 * m + 1]);
   auto src = [&](int g) { return Source{x.data(), n, real, start + 37 * g, reflect ? 1 : 0, (float)preemph}; };
+  std::vector<float2> colTw(Fr::C * kLanes);  // W_H^(n1·k) at [k·8 + n1]
+  for (int k = 0; k < Fr::C; k++)
+    for (int n1 = 0; n1 < kLanes; n1++) colTw[k * kLanes + n1] = twN[2 * n1 * k];
   std::vector<Column<N>> col(kWarp);
   for (int l = 0; l < kWarp; l++) {
     int g = l / kLanes, n1 = l % kLanes;
     col[l].load(src(g), win2.data(), n1, g < active);
-    col[l].transform(twN.data(), n1);
+    col[l].transform(colTw.data(), n1);
     col[l].store(T.data() + g * Fr::S, n1);
   }
   std::vector<Pairs<N>> pr(kWarp);

@@ -63,6 +63,7 @@ type cudaOp struct {
 	// of fbank_fused (tests and benchmarks compare both).
 	unfused           bool
 	window, twiddle   *cuda.Buffer
+	colTw             *cuda.Buffer // W_H^(n1·k) at [k·8 + n1] (fbank_frame.cuh's Column)
 	bands, weights    *cuda.Buffer
 	melFrag, melTiles *cuda.Buffer // the filterbank for FBANK_MEL_TC builds (cuda_mel.go)
 
@@ -179,7 +180,8 @@ func cudaMaxMels(nFFT int) int {
 }
 
 // uploadTables puts the window (placed in the n_fft buffer), the twiddles
-// e^{-2πik/N} (float64 rounded once) and the sparse filterbank on the device.
+// e^{-2πik/N} and the column twiddles (float64 rounded once) and the sparse
+// filterbank on the device.
 func (o *cudaOp) uploadTables() error {
 	fe, n := o.fe, o.fe.cfg.NFFT
 	win := make([]float32, n)
@@ -211,6 +213,15 @@ func (o *cudaOp) uploadTables() error {
 	}
 	upload(&o.window, cuda.Bytes(win))
 	upload(&o.twiddle, cuda.Bytes(tw))
+	h := n / 2
+	col := make([]float32, 2*h)
+	for k := range h / 8 {
+		for n1 := range 8 {
+			s, c := math.Sincos(-2 * math.Pi * float64(n1*k) / float64(h))
+			col[2*(8*k+n1)], col[2*(8*k+n1)+1] = float32(c), float32(s)
+		}
+	}
+	upload(&o.colTw, cuda.Bytes(col))
 	upload(&o.bands, cuda.Bytes(bands))
 	upload(&o.weights, cuda.Bytes(w))
 	frags, tiles := melTiles(bk)
@@ -221,7 +232,7 @@ func (o *cudaOp) uploadTables() error {
 
 // Close returns the op's device tables to the backend's pool.
 func (o *cudaOp) Close() error {
-	for _, b := range []*cuda.Buffer{o.window, o.twiddle, o.bands, o.weights, o.melFrag, o.melTiles} {
+	for _, b := range []*cuda.Buffer{o.window, o.twiddle, o.colTw, o.bands, o.weights, o.melFrag, o.melTiles} {
 		if b != nil {
 			_ = b.Free()
 		}
@@ -396,7 +407,7 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	if c.Layout == TimeMel {
 		layout = 1
 	}
-	args := []any{pcm, stride, itemsBuf, o.window, o.twiddle, o.bands, o.weights, o.sharedW, c.NumMels, frames,
+	args := []any{pcm, stride, itemsBuf, o.window, o.twiddle, o.colTw, o.bands, o.weights, o.sharedW, c.NumMels, frames,
 		c.HopLength, o.fe.pad, reflect, c.PreEmphasis, o.guard, o.floor, o.lg2, layout, geom.steps,
 		out, partial, o.statsMode, bad, o.melFrag, o.melTiles}
 	block := cuda.Dim3{X: 32 * geom.warps, Y: 1, Z: 1}
