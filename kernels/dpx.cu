@@ -102,7 +102,7 @@ __device__ ArgBest<V> blockArgMax(ArgBest<V> a, V* sv, int* si) {
 // [first_s, end_s)).
 //
 // Thread mapping: one block per item; thread x owns states x + p*blockDim
-// (p < MP, the kernel's compile-time pass count: 1, 2, 4 or 8), so a warp
+// (p < MP, the kernel's compile-time pass count: 1, 2, 4, 6 or 8), so a warp
 // owns 32 consecutive states per pass and its two __ballot_sync planes (c1:
 // from s-1, c2: from s-2) are the packed backpointers of those states: 2
 // bits per state and frame, bp[(t-1)][plane][ceil(S/32)] uint32. Frame t
@@ -762,7 +762,7 @@ extern "C" __global__ void dpx_quantize(const float* __restrict__ x, long long n
   if ((threadIdx.x & 31) == 0) atomicMax(maxq, mx);
 }
 
-// dpx_ctc_align_{f32,i32}_p{1,2,4,8}: ctcAlign with MP = 1, 2, 4, 8 state
+// dpx_ctc_align_{f32,i32}_p{1,2,4,6,8}: ctcAlign with MP = 1, 2, 4, 6, 8 state
 // passes per thread (the launcher picks the smallest that covers S with
 // blockDim <= 1024); chunk is K, the frames per emission chunk, ring R, the
 // frames of backpointers staged in shared memory (0: none), and mode the
@@ -785,6 +785,10 @@ extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p4(DPX_CTC_
   dpxk::ctcAlign<float, 4>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,
                          alignment, frameScores, score, status);
 }
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p6(DPX_CTC_ARGS) {
+  dpxk::ctcAlign<float, 6>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,
+                         alignment, frameScores, score, status);
+}
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p8(DPX_CTC_ARGS) {
   dpxk::ctcAlign<float, 8>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,
                          alignment, frameScores, score, status);
@@ -800,6 +804,10 @@ extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p2(DPX_CTC_
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p4(DPX_CTC_ARGS) {
   dpxk::ctcAlign<int, 4>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,
                          alignment, frameScores, score, status);
+}
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p6(DPX_CTC_ARGS) {
+  dpxk::ctcAlign<int, 6>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,
+                       alignment, frameScores, score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p8(DPX_CTC_ARGS) {
   dpxk::ctcAlign<int, 8>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,

@@ -170,11 +170,13 @@ int main(int argc, char** argv) {
     // The smallest compiled pass count that covers the states, as the
     // launcher picks it.
     const long long need = (maxS + bd - 1) / bd;
-    const int mp = need <= 1 ? 1 : need <= 2 ? 2 : need <= 4 ? 4 : 8;
+    const int pi = need <= 1 ? 0 : need <= 2 ? 1 : need <= 4 ? 2 : need <= 6 ? 3 : 4;
     using Kernel = void (*)(DPX_CTC_ARGS);
-    const Kernel f32[] = {dpx_ctc_align_f32_p1, dpx_ctc_align_f32_p2, dpx_ctc_align_f32_p4, dpx_ctc_align_f32_p8};
-    const Kernel i32k[] = {dpx_ctc_align_i32_p1, dpx_ctc_align_i32_p2, dpx_ctc_align_i32_p4, dpx_ctc_align_i32_p8};
-    const Kernel k = (i32 ? i32k : f32)[mp == 1 ? 0 : mp == 2 ? 1 : mp == 4 ? 2 : 3];
+    const Kernel f32[] = {dpx_ctc_align_f32_p1, dpx_ctc_align_f32_p2, dpx_ctc_align_f32_p4, dpx_ctc_align_f32_p6,
+                          dpx_ctc_align_f32_p8};
+    const Kernel i32k[] = {dpx_ctc_align_i32_p1, dpx_ctc_align_i32_p2, dpx_ctc_align_i32_p4, dpx_ctc_align_i32_p6,
+                           dpx_ctc_align_i32_p8};
+    const Kernel k = (i32 ? i32k : f32)[pi];
     std::memset(dpxk::smem, 0xA5, sizeof dpxk::smem);  // stale shared memory
     launch(B, 1, bd, [&] {
       k(lp.data(), T, C, meta.data(), table.data(), bp.data(), blank, star, scale, chunk, ring, 0, ali.data(),

@@ -101,6 +101,7 @@ func TestKernelReplayCTC(t *testing.T) {
 		{"ragged_direct", 12, 32, 4, 0, []int{60, 17, 1, 40, 2}, []int{20, 8, 0, 19, 1}, 0, false},
 		{"multipass", 9, 32, 5, 8, []int{150, 129}, []int{100, 64}, 0, false},
 		{"two_pass", 9, 64, 7, 3, []int{150, 130}, []int{50, 64}, 0, false},
+		{"six_pass", 9, 32, 4, 6, []int{120, 90}, []int{85, 40}, 0, false},
 		{"one_pass", 9, 128, 6, 1, []int{90, 70}, []int{50, 30}, 0, false},
 		{"tight", 7, 64, 1, 32, []int{45}, []int{40}, 0, false},
 		{"star_blank_last", 10, 32, 3, 5, []int{70, 50}, []int{25, 12}, 9, true},

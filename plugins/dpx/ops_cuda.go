@@ -200,14 +200,14 @@ type alignCUDA struct {
 	opt    AlignOptions
 	preps  *alignerPool // Aligners whose prepare builds the trellis tables
 	check  checker
-	k      [2][4]*cuda.Kernel // [f32, i32][1, 2, 4, 8 passes]
-	shared int                // dynamic shared memory a launch may use
+	k      [2][len(ctcPasses)]*cuda.Kernel // [f32, i32][ctcPasses]
+	shared int                             // dynamic shared memory a launch may use
 	budget int64
 }
 
 // ctcPasses are the compile-time state passes per thread of the
 // dpx_ctc_align kernels (their _p suffixes).
-var ctcPasses = [4]int{1, 2, 4, 8}
+var ctcPasses = [...]int{1, 2, 4, 6, 8}
 
 // Test hooks (benchmarks of the launch shape): the least state passes per
 // thread, the emission chunk in frames and the backpointer ring in frames
@@ -246,7 +246,7 @@ func newAlignCUDA(p rt.Params, b *cuda.Backend) (rt.Op, error) {
 		return nil, err
 	}
 	for i, k := range ks[1:] {
-		o.k[i/4][i%4] = k
+		o.k[i/len(ctcPasses)][i%len(ctcPasses)] = k
 	}
 	return o, nil
 }
