@@ -174,13 +174,13 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
   double* acc = reinterpret_cast<double*>(smem + W * fbank::kGroups * Fr::S);  // Σy, Σy² per feature
   float* stage = reinterpret_cast<float*>(acc + (stats == kStatsMoments ? 2 * M : 0));
   const long long t0 = x * F;
+  // The filterbank's shared copy (when shared_w > 0); mel4 is called with
+  // these pointers directly so that its loads compile to LDS, not generic.
+  Band* const sb = reinterpret_cast<Band*>(stage + R * pitch);
+  float* const sw = reinterpret_cast<float*>(sb + M);
   if (shared_w > 0) {
-    Band* sb = reinterpret_cast<Band*>(stage + R * pitch);
-    float* sw = reinterpret_cast<float*>(sb + M);
     for (int i = threadIdx.x; i < M; i += threads) sb[i] = bands[i];
     for (int i = threadIdx.x; i < shared_w; i += threads) sw[i] = weights[i];
-    bands = sb;
-    weights = sw;
   }
   if (stats == kStatsMoments) {
     for (int i = threadIdx.x; i < 2 * M; i += threads) acc[i] = 0;
@@ -234,9 +234,10 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
                           gd, fl, sc, stage, pitch, warp, W, lane));
 #else
       __syncwarp();
-      float m = fbank::mel4(reinterpret_cast<const float*>(T), 2 * Fr::S, nact, bands, weights, M, gd, fl, sc,
-                            stage + r0 * pitch, pitch, lane);
-      mx = fmaxf(mx, m);
+      const float* P = reinterpret_cast<const float*>(T);
+      mx = fmaxf(mx, shared_w > 0 ? fbank::mel4(P, 2 * Fr::S, nact, sb, sw, M, gd, fl, sc, stage + r0 * pitch, pitch, lane)
+                                  : fbank::mel4(P, 2 * Fr::S, nact, bands, weights, M, gd, fl, sc, stage + r0 * pitch,
+                                                pitch, lane));
     }
 #endif
     __syncthreads();  // the step's rows are staged; the frame buffers are free again
