@@ -78,11 +78,11 @@ __device__ __forceinline__ void mma_tf32(float* c, unsigned a0, unsigned a1, uns
 // fragment, k-steps, first k/8; mel_frag: the B fragments as (b0 hi, b1 hi,
 // b0 lo, b1 lo) per lane, packed by plugins/fbank's melTiles). Lane (g, t)
 // = (lane/4, lane%4) loads A[g|g+8][k0+t|k0+t+4] (0 past bin H). Rows
-// r < valid get y = log2(max(mel + guard, floor))·scale in stage[r·pitch +
-// m]; returns the lane's maximum y.
+// r < valid get fmaf(y, a, c), y = lg.log(mel), in stage[r·pitch + m];
+// returns the lane's maximum y.
 __device__ float mel_tc(const float* P, int pitchP, int rows, int valid, int H, const float4* __restrict__ frag,
-                        const int4* __restrict__ tiles, int M, float guard, float floor_, float scale, float* stage,
-                        int pitch, int warp, int W, int lane) {
+                        const int4* __restrict__ tiles, int M, const fbank::LogMel& lg, float* stage, int pitch,
+                        int warp, int W, int lane) {
   const int g = lane >> 2, t = lane & 3;
   float mx = -INFINITY;
   for (int rb = 0; rb < rows; rb += 16) {
@@ -111,8 +111,8 @@ __device__ float mel_tc(const float* P, int pitchP, int rows, int valid, int H, 
       for (int i = 0; i < 4; i++) {
         const int r = rb + g + 8 * (i >> 1), m = 8 * j + 2 * t + (i & 1);
         if (r < valid && m < M) {
-          const float y = fbank::log2_approx(fmaxf(c[i] + guard, floor_)) * scale;
-          stage[r * pitch + m] = y;
+          const float y = lg.log(c[i]);
+          stage[r * pitch + m] = fmaf(y, lg.a, lg.c);
           mx = fmaxf(mx, y);
         }
       }
@@ -188,7 +188,10 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
   __syncthreads();
   const Item it = items[b];
   const float* row = pcm + b * pcm_stride;
-  const float gd = (float)guard, fl = (float)floor_, sc = (float)scale;
+  // Whisper (kStatsMax) stores (y + 4)/4 and its normalisation is then only
+  // the clamp at the item's floor (norm1).
+  const fbank::LogMel lg{(float)guard, (float)floor_, (float)scale, stats == kStatsMax ? 0.25f : 1.f,
+                         stats == kStatsMax ? 1.f : 0.f};
   const float2* win2 = reinterpret_cast<const float2*>(window);
 
   float mx = -INFINITY;
@@ -231,13 +234,13 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
     __syncthreads();  // every frame's power row
     const int valid = (int)max(0LL, min((long long)R, it.computed - ts));
     mx = fmaxf(mx, mel_tc(reinterpret_cast<const float*>(smem), 2 * Fr::S, R, valid, Fr::H, mel_frag, mel_tiles, M,
-                          gd, fl, sc, stage, pitch, warp, W, lane));
+                          lg, stage, pitch, warp, W, lane));
 #else
       __syncwarp();
       const float* P = reinterpret_cast<const float*>(T);
-      mx = fmaxf(mx, shared_w > 0 ? fbank::mel4(P, 2 * Fr::S, nact, sb, sw, M, gd, fl, sc, stage + r0 * pitch, pitch, lane)
-                                  : fbank::mel4(P, 2 * Fr::S, nact, bands, weights, M, gd, fl, sc, stage + r0 * pitch,
-                                                pitch, lane));
+      mx = fmaxf(mx, shared_w > 0 ? fbank::mel4(P, 2 * Fr::S, nact, sb, sw, M, lg, stage + r0 * pitch, pitch, lane)
+                                  : fbank::mel4(P, 2 * Fr::S, nact, bands, weights, M, lg, stage + r0 * pitch, pitch,
+                                                lane));
     }
 #endif
     __syncthreads();  // the step's rows are staged; the frame buffers are free again
@@ -387,18 +390,21 @@ extern "C" __global__ void fbank_stats(const Item* items, const void* partial, l
 }
 
 // norm1 is the normalisation of element (m, t) with value y, t < computed:
-//   kStatsMax:     y = (max(y, floor[b]) + 4) / 4
+//   kStatsMax:     y = max(y, fl), fl = (floor[b] + 4)/4: logmel stored
+//                  (y + 4)/4, so this is (max(y, floor) + 4)/4 exactly
+//                  (the rounding of (x + 4)/4 is monotone)
 //   kStatsMoments: y = (float)((y - mean[b,m]) · inv[b,m])   (float64 math)
 // Frames t >= computed were written as 0 by fbank_logmel and stay 0.
 __device__ __forceinline__ float norm1(float y, unsigned m, unsigned t, long long computed, long long stats, float fl,
                                        const double* mom) {
   if (t >= computed) return y;
-  if (stats == kStatsMax) return (fmaxf(y, fl) + 4.f) / 4.f;
+  if (stats == kStatsMax) return fmaxf(y, fl);
   return (float)(((double)y - mom[2 * m]) * mom[2 * m + 1]);
 }
 
 // normalize_span normalises elements [lo, hi) of an item's features in place
-// (element idx = m·T + t for mel_time, t·M + m for time_mel; norm1). Thread
+// (element idx = m·T + t for mel_time, t·M + m for time_mel; norm1), storing
+// only the chunks that change (for Whisper a read of the features). Thread
 // i takes the chunks of 4 elements at lo + 4·i + 4·k·blockDim.x, 8 chunks in
 // flight per round (coalesced; float4 when item + lo is 16-byte aligned).
 // Loads bypass L1 (__ldcg): in fbank_fused other blocks wrote these lines
@@ -427,11 +433,15 @@ __device__ void normalize_span(float* item, unsigned lo, unsigned hi, long long 
       const unsigned c = c0 + 4 * k * blockDim.x;
       if (c >= hi) break;
       unsigned out = c / inner, in = c % inner;
+      bool changed = false;
 #pragma unroll
       for (int e = 0; e < 4; e++) {
-        y[k][e] = norm1(y[k][e], layout == 0 ? out : in, layout == 0 ? in : out, computed, stats, fl, mom);
+        const float v = norm1(y[k][e], layout == 0 ? out : in, layout == 0 ? in : out, computed, stats, fl, mom);
+        changed |= v != y[k][e];
+        y[k][e] = v;
         if (++in == inner) in = 0, out++;
       }
+      if (!changed) continue;  // Whisper: only values under the floor change
       if (vec && c + 4 <= hi) {
         *reinterpret_cast<float4*>(item + c) = make_float4(y[k][0], y[k][1], y[k][2], y[k][3]);
       } else {
@@ -454,7 +464,7 @@ extern "C" __global__ void fbank_normalize(float* out, const Item* items, long l
   const unsigned M = (unsigned)n_mels, T = (unsigned)frames, total = M * T;
   const unsigned lo = blockIdx.x * 4096u, hi = min(total, lo + 4096u);
   normalize_span(out + b * (long long)total, lo, hi, items[b].computed, M, T, layout, stats,
-                 stats == kStatsMax ? floor_[b] : 0.f, moments + b * n_mels * 2);
+                 stats == kStatsMax ? (floor_[b] + 4.f) / 4.f : 0.f, moments + b * n_mels * 2);
 }
 
 // fbank_fused_n{N} is fbank_logmel_n{N}, fbank_stats and fbank_normalize in
@@ -541,7 +551,7 @@ __device__ void fused(FBANK_LOGMEL_ARGS, long long batch, long long groups, long
   }
   const unsigned span = (unsigned)((total + NT - 1) / NT), lo = (unsigned)tile * span;
   normalize_span(out + item * (long long)total, lo, min(total, lo + span), items[item].computed, M, T, layout,
-                 stats, stats == kStatsMax ? __ldcg(floors + item) : 0.f, nsm);
+                 stats, stats == kStatsMax ? (__ldcg(floors + item) + 4.f) / 4.f : 0.f, nsm);
 }
 
 #define FBANK_FUSED_ARGS                                                                                 \

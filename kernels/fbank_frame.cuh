@@ -407,12 +407,22 @@ EDGE_HD float log2_approx(float x) {
 #endif
 }
 
+// LogMel is the log of a mel value and how it is stored:
+//   y = log2(max(mel + guard, floor)) · scale   (scale = ln 2 for ln,
+//                                                log10 2 for log10),
+//   stored as fmaf(y, a, c) (Whisper: a = 1/4, c = 1, its final (y + 4)/4,
+//   exact; else 1, 0), the maximum taken over y.
+struct LogMel {
+  float guard, floor, scale, a, c;
+  EDGE_HD float log(float mel) const { return log2_approx(fmaxf(mel + guard, floor)) * scale; }
+};
+
 // mel4 writes, for the filters m ≡ lane mod 32 and the first `frames` (<= 4)
-// of the warp's power rows P + g·pitchP,
-//   out[g·pitchOut + m] = log2(max(Σ_j w[off+j]·P_g[start+j] + guard, floor)) · scale
-// (scale = ln 2 for ln, log10 2 for log10) and returns the lane's maximum.
+// of the warp's power rows P + g·pitchP, mel = Σ_j w[off+j]·P_g[start+j]
+// and out[g·pitchOut + m] = fmaf(y, a, c) with y = lg.log(mel) (LogMel);
+// returns the lane's maximum y.
 EDGE_HD float mel4(const float* P, int pitchP, int frames, const Band* bands, const float* w, int n_mels,
-                   float guard, float floor_, float scale, float* out, int pitchOut, int lane) {
+                   const LogMel& lg, float* out, int pitchOut, int lane) {
   float mx = -INFINITY;
   for (int m = lane; m < n_mels; m += kWarp) {
     Band b = bands[m];
@@ -426,8 +436,8 @@ EDGE_HD float mel4(const float* P, int pitchP, int frames, const Band* bands, co
 #pragma unroll
     for (int g = 0; g < kGroups; g++) {
       if (g < frames) {
-        float y = log2_approx(fmaxf(acc[g] + guard, floor_)) * scale;
-        out[g * pitchOut + m] = y;
+        float y = lg.log(acc[g]);
+        out[g * pitchOut + m] = fmaf(y, lg.a, lg.c);
         mx = fmaxf(mx, y);
       }
     }
