@@ -22,11 +22,16 @@ using fbank::kWarp;
 
 namespace {
 
-constexpr int kMaxWarps = 8;  // warps per block of fbank_logmel: 4 or 8 (blockDim.x / 32)
+// Warps per block of fbank_logmel (blockDim.x / 32): 4, or up to
+// FBANK_MAX_WARPS (8 by default), the __launch_bounds__ thread count.
+#ifndef FBANK_MAX_WARPS
+#define FBANK_MAX_WARPS 8
+#endif
+constexpr int kMaxWarps = FBANK_MAX_WARPS;
 constexpr int kMaxThreads = kMaxWarps * kWarp;
 constexpr int kStatWarps = 8;  // warps per block of fbank_stats (256 threads)
-// Blocks of fbank_logmel per SM (at the largest block) that the register
-// budget must allow.
+// Blocks of fbank_logmel per SM (of kMaxWarps warps) that the register
+// budget must allow: 2 (of 8 warps) gives 128 registers a thread.
 #ifndef FBANK_MIN_BLOCKS
 #define FBANK_MIN_BLOCKS 2
 #endif
