@@ -91,8 +91,10 @@ __device__ float mel_tc(const float* P, int pitchP, int rows, int valid, int H, 
   const int g = lane >> 2, t = lane & 3;
   float mx = -INFINITY;
   for (int rb = 0; rb < rows; rb += 16) {
-    const float* p0 = P + (rb + g) * pitchP;
-    const float* p1 = p0 + 8 * pitchP;
+    // Rows past the block's (rows < 16 for blocks of fewer than 4 warps)
+    // read row rows-1 instead: in bounds, and their results are dropped.
+    const float* p0 = P + min(rb + g, rows - 1) * pitchP;
+    const float* p1 = P + min(rb + g + 8, rows - 1) * pitchP;
     for (int j = warp; j < (M + 7) / 8; j += W) {
       const int4 tl = tiles[j];
       float c[4] = {0.f, 0.f, 0.f, 0.f};
@@ -129,7 +131,7 @@ __device__ float mel_tc(const float* P, int pitchP, int rows, int valid, int H, 
 
 // logmel is tile (x, b) of fbank_logmel_n{N} and fbank_fused_n{N}.
 //
-// Grid (ceil(T / F), B) (unfused), block W·32 threads (W = 4 or 8 warps), R = 4·W rows
+// Grid (ceil(T / F), B) (unfused), block W·32 threads (W = 1, 2, 4 or 8 warps), R = 4·W rows
 // a step, F = R·steps frames per block: block (x, b) owns frames t0 = x·F ..
 // t0+F-1 of item b; in step st warp w transforms the 4 frames
 // t0 + st·R + 4·w + g, g < 4, 8 lanes a frame (fbank_frame.cuh), and the block

@@ -96,8 +96,8 @@ func BenchmarkCUDAFbank(b *testing.B) {
 	}
 }
 
-// BenchmarkCUDAFbankGeometry times the queued work of one batch of 64
-// 30 s clips (dev-us/op, as BenchmarkCUDAFbank) for each launch geometry of
+// BenchmarkCUDAFbankGeometry times the queued work of a batch of 64 and of
+// one 30 s clip (dev-us/op, as BenchmarkCUDAFbank) for launch geometries of
 // fbank_logmel (warps per block, steps of 4 frames per warp), fused
 // (fbank_fused) and unfused (logmel, stats, normalize).
 //
@@ -108,49 +108,51 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 		b.Fatal(err)
 	}
 	x := clip30s(b)
-	const batch = 64
-	pcm := make([]float32, batch*len(x))
-	for i := range batch {
-		copy(pcm[i*len(x):], x)
-	}
-	dev, err := be.Upload(runtime.Must(runtime.FromSlice(runtime.F32, runtime.Shape{batch, len(x)}, pcm)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dev.Buffer().Free()
-	pcmPtr, _ := cuda.Ptr(dev)
-	for _, preset := range []string{"whisper-128", "parakeet-128"} {
-		op := cudaOpOf(b, preset, be)
-		lens := make([]int, batch)
-		for i := range lens {
-			lens[i] = len(x)
+	shapes := map[int][]launchGeom{64: {{4, 1}, {4, 2}, {4, 4}, {4, 8}}, 1: {{1, 1}, {2, 1}, {4, 1}}}
+	for _, batch := range []int{64, 1} {
+		pcm := make([]float32, batch*len(x))
+		for i := range batch {
+			copy(pcm[i*len(x):], x)
 		}
-		items, _, shape, frames, err := op.plan(lens)
+		dev, err := be.Upload(runtime.Must(runtime.FromSlice(runtime.F32, runtime.Shape{batch, len(x)}, pcm)))
 		if err != nil {
 			b.Fatal(err)
 		}
-		feats, err := be.Empty(runtime.F32, shape)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, g := range []launchGeom{{4, 1}, {4, 2}, {4, 4}, {4, 8}} {
-			if op.shared(g) > op.sharedLimit {
-				continue
+		pcmPtr, _ := cuda.Ptr(dev)
+		for _, preset := range []string{"whisper-128", "parakeet-128"} {
+			op := cudaOpOf(b, preset, be)
+			lens := make([]int, batch)
+			for i := range lens {
+				lens[i] = len(x)
 			}
-			for _, unfused := range []bool{false, true} {
-				name := map[bool]string{false: "fused", true: "unfused"}[unfused]
-				b.Run(fmt.Sprintf("%s/w%ds%d/%s", preset, g.warps, g.steps, name), func(b *testing.B) {
-					op.fixed, op.unfused = g, unfused
-					enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames) // warm-up
-					var devTime time.Duration
-					for b.Loop() {
-						devTime += enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames)
-					}
-					b.ReportMetric(devTime.Seconds()/float64(b.N)*1e6, "dev-us/op")
-				})
+			items, _, shape, frames, err := op.plan(lens)
+			if err != nil {
+				b.Fatal(err)
 			}
+			feats, err := be.Empty(runtime.F32, shape)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, g := range shapes[batch] {
+				if op.shared(g) > op.sharedLimit {
+					continue
+				}
+				for _, unfused := range []bool{false, true} {
+					name := map[bool]string{false: "fused", true: "unfused"}[unfused]
+					b.Run(fmt.Sprintf("%s/B%d/w%ds%d/%s", preset, batch, g.warps, g.steps, name), func(b *testing.B) {
+						op.fixed, op.unfused = g, unfused
+						enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames) // warm-up
+						var devTime time.Duration
+						for b.Loop() {
+							devTime += enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames)
+						}
+						b.ReportMetric(devTime.Seconds()/float64(b.N)*1e6, "dev-us/op")
+					})
+				}
+			}
+			_ = feats.Buffer().Free()
 		}
-		_ = feats.Buffer().Free()
+		_ = dev.Buffer().Free()
 	}
 }
 

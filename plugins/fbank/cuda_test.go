@@ -375,7 +375,8 @@ func TestCUDADeviceResident(t *testing.T) {
 
 // TestCUDALaunchGeometry: the default block shape fits in 48 KiB of shared
 // memory with the filterbank for the presets, a batch gets 4 steps of 4
-// frames a warp and a single clip 1 (to spread over the GPU).
+// frames a warp and a single clip blocks of one warp (to spread over the
+// GPU).
 func TestCUDALaunchGeometry(t *testing.T) {
 	be := cudaBackend(t)
 	for _, preset := range []string{"whisper-80", "whisper-128", "parakeet-80", "parakeet-128", "nemo-legacy-128"} {
@@ -384,7 +385,8 @@ func TestCUDALaunchGeometry(t *testing.T) {
 			assert.Positive(t, op.sharedW, "filterbank weights in shared memory")
 			assert.LessOrEqual(t, op.shared(launchGeom{cudaWarps, 1}), cudaMaxShared)
 			assert.Equal(t, launchGeom{cudaWarps, 4}, op.geometryFor(64, 3000))
-			assert.Equal(t, launchGeom{cudaWarps, 1}, op.geometryFor(1, 3000))
+			assert.Equal(t, launchGeom{1, 1}, op.geometryFor(1, 3000))
+			assert.Equal(t, launchGeom{cudaWarps, 1}, op.geometryFor(4, 3000))
 		})
 	}
 }

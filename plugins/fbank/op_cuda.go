@@ -26,11 +26,11 @@ const (
 	cudaGroups    = 4        // frames a warp transforms at once (8 lanes a frame)
 	cudaWarps     = 4        // warps per block by default (4 or 8)
 	cudaMaxShared = 48 << 10 // bytes of dynamic shared memory without opting in
-	cudaNormSpan  = 8 << 10  // features a normalize tile of fbank_fused does
+	cudaNormSpan  = 8 << 10  // features a normalize tile of 4 warps of fbank_fused does
 	cudaModule    = "edge"
 )
 
-// launchGeom is fbank_logmel's block shape: warps per block (4 or 8) and
+// launchGeom is fbank_logmel's block shape: warps per block (1, 2, 4 or 8) and
 // steps, the rounds of 4 frames a warp does; a block owns
 // cudaGroups·warps·steps consecutive frames.
 type launchGeom struct{ warps, steps int }
@@ -431,7 +431,7 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 		if err := be.Memset(counters.Ptr(), 0, int64(4*(1+2*batch))); err != nil {
 			return nil, err
 		}
-		ntiles := ceilDiv(c.NumMels*frames, cudaNormSpan)
+		ntiles := ceilDiv(c.NumMels*frames, cudaNormSpan*geom.warps/cudaWarps) // a span per 4 warps
 		// Normalize an item about one GPU-full of resident blocks (4 a
 		// SM) after its last logmel tile was handed out.
 		lag := ceilDiv(4*o.sms, groups+ntiles) + 1
@@ -458,19 +458,19 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	return bad, nil
 }
 
-// geometryFor picks fbank_logmel's block shape: 4 warps, and as many steps
-// (4, 2 or 1) as keep at least 4 blocks per SM in the grid (fewer, larger
-// partial reductions for a batch; a single clip still spreads over the
-// whole GPU).
+// geometryFor picks fbank_logmel's block shape: the first of 4 warps x 4,
+// 2 or 1 steps, then 2 and 1 warps x 1 step, that puts at least 4 blocks per
+// SM in the grid (fewer, larger partial reductions for a batch; a single
+// clip still spreads over the whole GPU), else the smallest.
 func (o *cudaOp) geometryFor(batch, frames int) launchGeom {
 	if o.fixed.warps > 0 && o.shared(o.fixed) <= o.sharedLimit {
 		return o.fixed
 	}
-	for _, steps := range []int{4, 2} {
-		g := launchGeom{cudaWarps, steps}
+	shapes := []launchGeom{{cudaWarps, 4}, {cudaWarps, 2}, {cudaWarps, 1}, {2, 1}, {1, 1}}
+	for _, g := range shapes {
 		if batch*ceilDiv(frames, g.frames()) >= 4*o.sms {
 			return g
 		}
 	}
-	return launchGeom{cudaWarps, 1}
+	return shapes[len(shapes)-1]
 }
