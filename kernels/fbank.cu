@@ -208,6 +208,12 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
     const int r0 = warp * fbank::kGroups;           // the warp's first staged row
     const int nact = (int)min((long long)fbank::kGroups, max(0LL, it.computed - (ts + r0)));
     if (nact > 0) {  // warp-uniform
+      if (st + 1 < steps) {
+        // Ask L2 for the samples of the warp's frames in the next step, one
+        // 128-byte line a lane (a hint: in-bounds addresses only).
+        const long long s0 = max(0LL, (ts + R + r0) * hop - pad) + 32LL * lane;
+        if (s0 < it.real) asm volatile("prefetch.global.L2 [%0];" ::"l"(row + s0));
+      }
       const long long t = ts + r0 + g;
       const bool active = g < nact;
       fbank::Source src{row, it.n, it.real, t * hop - pad, (int)reflect, (float)preemph};

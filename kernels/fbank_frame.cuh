@@ -334,14 +334,16 @@ struct Pairs {
     return md == 0 ? c + F::C * i : i < 4 ? F::C * i : F::C / 2 + F::C * (i - 4);
   }
 
+  // power computes 2s, 2d and 2u and scales the squares by 1/4 at the end:
+  // the same float32 results (scaling by powers of 2 is exact).
   EDGE_HD static void power(float2 a, float2 b, float2 w, float* pk, float* phk) {
-    float2 s = make_float2(0.5f * (a.x + b.x), 0.5f * (a.y - b.y));
-    float2 d = make_float2(0.5f * (a.x - b.x), 0.5f * (a.y + b.y));
+    float2 s = make_float2(a.x + b.x, a.y - b.y);
+    float2 d = make_float2(a.x - b.x, a.y + b.y);
     float2 u = cmul(w, d);
-    float xr = s.x + u.y, xi = s.y - u.x;  // X[k] = s - i·u
-    float yr = s.x - u.y, yi = s.y + u.x;  // conj X[H-k] = s + i·u
-    *pk = xr * xr + xi * xi;
-    *phk = yr * yr + yi * yi;
+    float xr = s.x + u.y, xi = s.y - u.x;  // 2·X[k] = 2s - i·2u
+    float yr = s.x - u.y, yi = s.y + u.x;  // 2·conj X[H-k] = 2s + i·2u
+    *pk = 0.25f * (xr * xr + xi * xi);
+    *phk = 0.25f * (yr * yr + yi * yi);
   }
 
   // compute reads the lane's columns of the frame's buffer T.
