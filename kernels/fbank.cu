@@ -36,6 +36,12 @@ constexpr int kStatWarps = 8;  // warps per block of fbank_stats (256 threads)
 #define FBANK_MIN_BLOCKS 2
 #endif
 
+// FBANK_PREFETCH=0 drops the L2 prefetch of the next step's samples (to
+// measure it).
+#ifndef FBANK_PREFETCH
+#define FBANK_PREFETCH 1
+#endif
+
 // Item geometry, one row of 3 long longs per item, computed on the host by
 // plugins/fbank's Config.geometry.
 // The statistics (maximum, moments) run over the computed frames, as the CPU
@@ -208,7 +214,7 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
     const int r0 = warp * fbank::kGroups;           // the warp's first staged row
     const int nact = (int)min((long long)fbank::kGroups, max(0LL, it.computed - (ts + r0)));
     if (nact > 0) {  // warp-uniform
-      if (st + 1 < steps) {
+      if (FBANK_PREFETCH && st + 1 < steps) {
         // Ask L2 for the samples of the warp's frames in the next step, one
         // 128-byte line a lane (a hint: in-bounds addresses only).
         const long long s0 = max(0LL, (ts + R + r0) * hop - pad) + 32LL * lane;
