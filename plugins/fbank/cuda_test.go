@@ -95,8 +95,14 @@ type parity struct {
 // and every GPU value must be finite.
 func compare(t *testing.T, cfg map[string]any, clips ...[]float32) parity {
 	t.Helper()
+	return compareWith(t, cfg, func() (*runtime.Tensor, []int64) { return runCUDA(t, cfg, clips...) }, clips...)
+}
+
+// compareWith is compare with the GPU result from gpu().
+func compareWith(t *testing.T, cfg map[string]any, gpu func() (*runtime.Tensor, []int64), clips ...[]float32) parity {
+	t.Helper()
 	want, wantLen := runOp(t, cfg, clips...)
-	got, gotLen := runCUDA(t, cfg, clips...)
+	got, gotLen := gpu()
 	require.Equal(t, want.Shape(), got.Shape())
 	require.Equal(t, wantLen, gotLen, "lengths")
 	inst, err := runtime.New("fbank", cfg, runtime.CPU)
@@ -389,4 +395,53 @@ func TestCUDALaunchGeometry(t *testing.T) {
 			assert.Equal(t, launchGeom{cudaWarps, 1}, op.geometryFor(4, 3000))
 		})
 	}
+}
+
+// TestCUDAParityGeometry checks the launch shapes a batch or a single clip
+// gets (several steps of 4 frames a warp, blocks of 1 to 4 warps), fused and
+// unfused, on a batch of ragged clips, in both layouts.
+func TestCUDAParityGeometry(t *testing.T) {
+	be := cudaBackend(t)
+	speech := loadWAV(t, "speech_b")
+	rng := rand.New(rand.NewPCG(11, 3))
+	clips := [][]float32{randomClip(rng, speech, 160000), randomClip(rng, speech, 123457), randomClip(rng, speech, 900)}
+	worst := worstOf{}
+	for _, cfg := range []map[string]any{
+		{"preset": "whisper-128"},
+		{"preset": "parakeet-128"},
+		{"preset": "parakeet-128", "layout": "mel_time"},
+		{"preset": "whisper-80", "layout": "time_mel"},
+	} {
+		for _, g := range []launchGeom{{4, 4}, {4, 2}, {4, 1}, {2, 1}, {1, 1}} {
+			for _, unfused := range []bool{false, true} {
+				name := fmt.Sprintf("%v/w%ds%d/unfused=%v", cfg, g.warps, g.steps, unfused)
+				t.Run(name, func(t *testing.T) {
+					gpu := func() (*runtime.Tensor, []int64) {
+						spec, err := runtime.Lookup("fbank")
+						require.NoError(t, err)
+						p, err := runtime.ResolveParams("fbank", spec.Params, cfg)
+						require.NoError(t, err)
+						op, err := newCUDAOp(p, be)
+						require.NoError(t, err)
+						o := op.(*cudaOp)
+						defer o.Close()
+						o.fixed, o.unfused = g, unfused
+						in := batchInput(clips)
+						dev, err := be.Upload(in["pcm"])
+						require.NoError(t, err)
+						defer dev.Buffer().Free()
+						in["pcm"] = dev
+						out, err := o.Run(context.Background(), in)
+						require.NoError(t, err)
+						h, err := be.Download(out["features"])
+						require.NoError(t, err)
+						require.NoError(t, out["features"].Buffer().Free())
+						return h, out["lengths"].I64()
+					}
+					worst.add(fmt.Sprint(cfg), compareWith(t, cfg, gpu, clips...))
+				})
+			}
+		}
+	}
+	worst.log(t)
 }
