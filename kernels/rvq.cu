@@ -83,6 +83,7 @@
 // (order-preserving score bits << 32 | index: the lowest score, then the
 // lowest index); rvq_small_update applies the winner. Exact by
 // construction, no guard needed.
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <stdint.h>
 
@@ -876,6 +877,85 @@ extern "C" __global__ void __launch_bounds__(128) rvq_small_update(const float* 
     codes[row * Q + q] = j;
     keys[blockIdx.x] = ~0ull;
   }
+}
+
+// rvq_stream: the whole encode of a few frames (streaming) in one launch.
+// Grid: (valid rows) x kStreamSplit CTAs in clusters of kStreamSplit (one
+// cluster per frame, rows[blockIdx.x / kStreamSplit]); block 256. Each CTA
+// of a cluster keeps the frame's fp32 residual in shared memory and, per
+// stage, scores its 1/kStreamSplit of the codebook exactly (the CPU formula:
+// exact, no guard), reduces to the lowest (score, index) key, and the
+// cluster merges the CTAs' keys through distributed shared memory; every CTA
+// then applies the same winner to its residual copy (identical fp32
+// operations), and rank 0 writes the code and, at the end, quantized (the
+// CPU's sums in its order). D <= 1024. Hopper and newer (clusters); the
+// launcher uses rvq_small_score/rvq_small_update elsewhere.
+#define RVQ_STREAM_SPLIT 8
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define RVQ_STREAM_CLUSTER __cluster_dims__(RVQ_STREAM_SPLIT, 1, 1)
+#else
+#define RVQ_STREAM_CLUSTER
+#endif
+extern "C" __global__ void RVQ_STREAM_CLUSTER __launch_bounds__(256)
+    rvq_stream(const float* x, const int* rowList, long long D, long long Dp, long long Q, long long split,
+               const uint16_t* words, const float* hn, const int* meta, int* codes, float* out) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  __shared__ float r[1024];
+  __shared__ unsigned long long warpKey[8];
+  __shared__ unsigned long long ctaKey[2];  // double-buffered by stage parity
+  const int g = static_cast<int>(cluster.block_rank()), G = RVQ_STREAM_SPLIT;
+  const long long row = rowList[blockIdx.x / G];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int nq = static_cast<int>(Q), sp = static_cast<int>(split), d = static_cast<int>(D);
+  for (int ch = 0; ch < (sp > 0 ? 2 : 1); ch++) {
+    const int q0 = ch == 0 ? 0 : sp, q1 = (ch == 0 && sp > 0) ? sp : nq;
+    for (int k = tid; k < d; k += blockDim.x) r[k] = x[row * D + k];
+    __syncthreads();
+    for (int q = q0; q < q1; q++) {
+      const int off = meta[q * 4], K = meta[q * 4 + 1];
+      const int chunk = (K + G - 1) / G, lo = g * chunk, hi = min(K, lo + chunk);
+      unsigned long long key = ~0ull;
+      for (int e = lo + tid; e < hi; e += blockDim.x)
+        key = min(key, rvqk::orderKey(rvqk::exactScore(r, words + (size_t(off) + e) * Dp, d, hn[off + e]), e));
+      for (int o = 16; o > 0; o >>= 1) key = min(key, __shfl_xor_sync(rvqk::kFull, key, o));
+      if (lane == 0) warpKey[warp] = key;
+      __syncthreads();
+      if (tid == 0) {
+        for (int w = 1; w < static_cast<int>(blockDim.x >> 5); w++) key = min(key, warpKey[w]);
+        ctaKey[q & 1] = key;
+      }
+      cluster.sync();  // every CTA's key for this stage is written
+      unsigned long long best = ~0ull;
+      for (int c = 0; c < G; c++) best = min(best, *cluster.map_shared_rank(&ctaKey[q & 1], c));
+      // (ctaKey[q & 1] is rewritten two stages later, after the next
+      // cluster.sync, so no second barrier is needed here.)
+      int j = static_cast<int>(best & 0xffffffffu);
+      j = (j < 0 || j >= K) ? 0 : j;  // only after a non-finite x
+      const uint16_t* w = words + (size_t(off) + j) * Dp;
+      for (int k = tid; k < d; k += blockDim.x) r[k] -= rvqk::bf(w[k]);
+      if (g == 0 && tid == 0) codes[row * Q + q] = j;
+      __syncthreads();
+    }
+  }
+  cluster.sync();  // keep every CTA's shared memory alive until all have read it
+  if (g == 0) {
+    __syncthreads();
+    for (int k = tid; k < d; k += blockDim.x) {
+      float tot = 0.f;
+      for (int ch = 0; ch < (sp > 0 ? 2 : 1); ch++) {
+        const int q0 = ch == 0 ? 0 : sp, q1 = (ch == 0 && sp > 0) ? sp : nq;
+        float a = 0.f;
+        for (int q = q0; q < q1; q++) a += rvqk::bf(words[(size_t(meta[q * 4]) + codes[row * Q + q]) * Dp + k]);
+        tot = ch == 0 ? a : tot + a;
+      }
+      out[row * D + k] = tot;
+    }
+  }
+#else
+  __trap();  // clusters need sm_90
+#endif
 }
 
 // rvq_pad_rows gives padding rows (t >= lengths[b]) code -1 and quantized 0.

@@ -98,9 +98,10 @@ func BenchmarkCUDAEncode(b *testing.B) {
 }
 
 // BenchmarkCUDAEncodeStreaming times DeviceCodebooks.Encode for a handful of
-// frames (streaming: 1, 4, 16 frames of Q=8, K=1024, D=128) on the
-// split-codebook small path and on the fused kernel (one CTA): ns/op is the
-// whole call including its synchronising status read.
+// frames (streaming: 1, 4, 16 frames of Q=8, K=1024, D=128) on every path
+// (the fused kernel: one CTA; the split-codebook pair: two launches a stage;
+// rvq_stream: one launch, clusters): ns/op is the whole call including its
+// synchronising status read.
 func BenchmarkCUDAEncodeStreaming(b *testing.B) {
 	be, err := openCUDA()
 	if err != nil {
@@ -120,7 +121,7 @@ func BenchmarkCUDAEncodeStreaming(b *testing.B) {
 		}
 		xd := devF32(b, be, x)
 		codes, quant := devOut(b, be, frames*q), devOut(b, be, frames*d)
-		for _, path := range []string{"small", "fused"} {
+		for _, path := range encodePaths(b) {
 			b.Run(fmt.Sprintf("frames%d/%s", frames, path), func(b *testing.B) {
 				dc.forcePath = path
 				bt := Batch{B: 1, T: frames}

@@ -40,9 +40,13 @@ const (
 	// of this many values (the kernel's k-chunk).
 	rowAlign = 256
 	dimAlign = 64
-	// smallRows is the most valid frames for which Encode uses the
-	// split-codebook small-batch path instead of the fused kernel.
+	// smallRows is the most valid frames for which Encode uses a small-batch
+	// path instead of the fused kernel: rvq_stream (one launch, a cluster of
+	// streamSplit CTAs per frame) on GPUs with clusters, else the
+	// split-codebook rvq_small_score/rvq_small_update pair per stage.
 	smallRows = 64
+	// streamSplit is RVQ_STREAM_SPLIT of kernels/rvq.cu.
+	streamSplit = 8
 	// padScore is ||C_e||^2/2 of a padding row: finite (the packed running
 	// minimum of the kernel needs finite scores) and above every real score
 	// (|score| <= 2^99 + 2^105 under MaxSquaredNorm and MaxStages).
@@ -98,6 +102,8 @@ type cudaKernels struct {
 	fused                          map[string]*cuda.Kernel
 	maxShared                      map[string]int // dynamic shared memory a block of each fused kernel may use
 	hopper                         bool           // compute capability 9.x: the wg (wgmma) variants are preferred
+	clusters                       bool           // compute capability >= 9.0: rvq_stream can run
+	stream                         *cuda.Kernel
 	small, update, pad, check, dec *cuda.Kernel
 }
 
@@ -112,8 +118,11 @@ func loadKernels(b *cuda.Backend) (*cudaKernels, error) {
 	}
 	k := &cudaKernels{fused: map[string]*cuda.Kernel{}, maxShared: map[string]int{}}
 	for _, d := range b.Devices() {
+		var sm int
 		if strings.HasPrefix(d.Name, b.Device()+" ") {
-			k.hopper = strings.HasPrefix(d.Detail, "sm_9")
+			if _, err := fmt.Sscanf(d.Detail, "sm_%d", &sm); err == nil {
+				k.hopper, k.clusters = sm/10 == 9, sm >= 90
+			}
 		}
 	}
 	for _, v := range variants {
@@ -133,7 +142,7 @@ func loadKernels(b *cuda.Backend) (*cudaKernels, error) {
 	for _, p := range []struct {
 		dst  **cuda.Kernel
 		name string
-	}{{&k.small, "rvq_small_score"}, {&k.update, "rvq_small_update"}, {&k.pad, "rvq_pad_rows"}, {&k.check, "rvq_check"}, {&k.dec, "rvq_decode"}} {
+	}{{&k.small, "rvq_small_score"}, {&k.update, "rvq_small_update"}, {&k.pad, "rvq_pad_rows"}, {&k.check, "rvq_check"}, {&k.dec, "rvq_decode"}, {&k.stream, "rvq_stream"}} {
 		if *p.dst, err = mod.Kernel(p.name); err != nil {
 			return nil, err
 		}
@@ -360,11 +369,20 @@ func (dc *DeviceCodebooks) Encode(x cuda.DevicePtr, bt Batch, codes, quantized c
 		path = "fused"
 		if valid <= smallRows {
 			path = "small"
+			if dc.k.clusters {
+				path = "stream"
+			}
 		}
 	}
-	if path == "small" {
+	switch path {
+	case "small":
 		err = dc.encodeSmall(s, x, bt, lengths, res.Ptr(), acc, codes, quantized)
-	} else {
+	case "stream":
+		if !dc.k.clusters {
+			return fmt.Errorf("rvq: the stream path needs thread block clusters (compute capability 9.0 or newer)")
+		}
+		err = dc.encodeStream(s, x, bt, lengths, codes, quantized)
+	default:
 		var v variant
 		var k *cuda.Kernel
 		if v, k, err = dc.pick(); err == nil {
@@ -384,6 +402,38 @@ func (dc *DeviceCodebooks) Encode(x cuda.DevicePtr, bt Batch, codes, quantized c
 	return nil
 }
 
+// validRows lists the row index b*T+t of every valid frame.
+func validRows(bt Batch) []int32 {
+	var list []int32
+	for b := 0; b < bt.B; b++ {
+		for t := 0; t < bt.valid(b); t++ {
+			list = append(list, int32(b*bt.T+t))
+		}
+	}
+	return list
+}
+
+// encodeStream queues rvq_stream: one launch, a cluster of CTAs per valid
+// frame splitting the codebook, exact scores.
+func (dc *DeviceCodebooks) encodeStream(s *devScratch, x cuda.DevicePtr, bt Batch, lengths, codes, quantized cuda.DevicePtr) error {
+	c := dc.c
+	rows := bt.B * bt.T
+	if err := dc.k.pad.Launch(cuda.Dim3{X: (rows + 7) / 8, Y: 1, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
+		lengths, rows, bt.T, c.dim, len(c.stages), codes, quantized); err != nil {
+		return err
+	}
+	list := validRows(bt)
+	if len(list) == 0 {
+		return nil
+	}
+	rowList, err := s.upload(cuda.Bytes(list))
+	if err != nil {
+		return err
+	}
+	return dc.k.stream.Launch(cuda.Dim3{X: streamSplit * len(list), Y: 1, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
+		x, rowList, c.dim, dc.dp, len(c.stages), c.split, dc.words, dc.hn, dc.meta, codes, quantized)
+}
+
 // launchFused queues the fused encoder.
 func (dc *DeviceCodebooks) launchFused(v variant, k *cuda.Kernel, x cuda.DevicePtr, bt Batch, lengths, res, codes, quantized, stats cuda.DevicePtr) error {
 	c := dc.c
@@ -399,12 +449,7 @@ func (dc *DeviceCodebooks) launchFused(v variant, k *cuda.Kernel, x cuda.DeviceP
 func (dc *DeviceCodebooks) encodeSmall(s *devScratch, x cuda.DevicePtr, bt Batch, lengths, res, acc, codes, quantized cuda.DevicePtr) error {
 	c := dc.c
 	rows := bt.B * bt.T
-	var list []int32
-	for b := 0; b < bt.B; b++ {
-		for t := 0; t < bt.valid(b); t++ {
-			list = append(list, int32(b*bt.T+t))
-		}
-	}
+	list := validRows(bt)
 	if err := dc.k.pad.Launch(cuda.Dim3{X: (rows + 7) / 8, Y: 1, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
 		lengths, rows, bt.T, c.dim, len(c.stages), codes, quantized); err != nil {
 		return err

@@ -79,6 +79,17 @@ func gpuEncode(t *testing.T, c *Codebooks, x []float32, bt Batch, path, variant 
 	return hc, hq, int(hs[0])
 }
 
+// encodePaths lists Encode's paths this GPU runs: the fused kernel, the
+// split-codebook pair and, with thread block clusters, rvq_stream.
+func encodePaths(tb testing.TB) []string {
+	k, err := loadKernels(cudaBackend(tb))
+	require.NoError(tb, err)
+	if k.clusters {
+		return []string{"fused", "small", "stream"}
+	}
+	return []string{"fused", "small"}
+}
+
 func cpuEncode(t *testing.T, c *Codebooks, x []float32, bt Batch) ([]int32, []float32) {
 	t.Helper()
 	codes, quant := make([]int32, bt.B*bt.T*c.NumStages()), make([]float32, bt.B*bt.T*c.Dim())
@@ -133,7 +144,7 @@ func TestCUDAEncodeMatchesCPU(t *testing.T) {
 		c, x := synthCodebooks(t, rng, B*T, Q, K, D)
 		bt := Batch{B: B, T: T}
 		wantC, wantQ := cpuEncode(t, c, x, bt)
-		for _, path := range []string{"fused", "small"} {
+		for _, path := range encodePaths(t) {
 			t.Run(fmt.Sprintf("B%d_T%d_Q%d_K%d_D%d/%s", B, T, Q, K, D, path), func(t *testing.T) {
 				gotC, gotQ, rescored := gpuEncode(t, c, x, bt, path, "")
 				requireSame(t, wantC, gotC, wantQ, gotQ, Q)
@@ -186,7 +197,7 @@ func TestCUDARaggedSplitSizes(t *testing.T) {
 		_, x, _ := synth(rng, 4*97, 3, 64, d)
 		bt := Batch{B: 4, T: 97, Lengths: []int{97, 0, 13, 96}}
 		wantC, wantQ := cpuEncode(t, cs, x, bt)
-		for _, path := range []string{"fused", "small"} {
+		for _, path := range encodePaths(t) {
 			t.Run(fmt.Sprintf("split%d/%s", split, path), func(t *testing.T) {
 				gotC, gotQ, _ := gpuEncode(t, cs, x, bt, path, "")
 				requireSame(t, wantC, gotC, wantQ, gotQ, len(sizes))
@@ -221,7 +232,7 @@ func TestCUDANearTies(t *testing.T) {
 	}
 	bt := Batch{B: 1, T: frames}
 	wantC, wantQ := cpuEncode(t, c, x, bt)
-	for _, path := range []string{"fused", "small"} {
+	for _, path := range encodePaths(t) {
 		t.Run(path, func(t *testing.T) {
 			gotC, gotQ, rescored := gpuEncode(t, c, x, bt, path, "")
 			requireSame(t, wantC, gotC, wantQ, gotQ, 2)
@@ -248,7 +259,7 @@ func TestCUDAGolden(t *testing.T) {
 		x := data["x"].F32()
 		wantC, wantQ := cpuEncode(t, c, x, bt)
 		require.Equal(t, data["codes"].I32(), wantC, "the CPU op reproduces the golden codes")
-		for _, path := range []string{"fused", "small"} {
+		for _, path := range encodePaths(t) {
 			t.Run(gc.Name+"/"+path, func(t *testing.T) {
 				gotC, gotQ, _ := gpuEncode(t, c, x, bt, path, "")
 				requireSame(t, wantC, gotC, wantQ, gotQ, gc.Q)
@@ -312,7 +323,7 @@ func TestCUDAInputErrors(t *testing.T) {
 			mutate(bad)
 			want := c.Encode(context.Background(), bad, bt, make([]int32, 100*2), make([]float32, 100*64))
 			require.Error(t, want)
-			for _, path := range []string{"fused", "small"} {
+			for _, path := range encodePaths(t) {
 				dc.forcePath = path
 				err := dc.Encode(devF32(t, be, bad), bt, devOut(t, be, 200), devOut(t, be, 100*64))
 				assert.EqualError(t, err, want.Error(), path)
