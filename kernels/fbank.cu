@@ -1,5 +1,5 @@
 // fbank.cu: log-mel filterbank kernels, the GPU side of the `fbank` op
-// (plugins/fbank, launched by plugins/fbank/cuda.go). The CPU Frontend in
+// (plugins/fbank, launched by plugins/fbank/op_cuda.go). The CPU Frontend in
 // plugins/fbank is the numerical reference; these kernels follow its
 // contract for n_fft 400 (Whisper) and 512 (Parakeet/NeMo) with any window,
 // hop, pad mode, pre-emphasis, filterbank, log mode, normalisation and layout.
@@ -10,8 +10,14 @@
 //      per-block partial reductions and the finite-sample check.
 //   2. fbank_stats: per-item maximum (Whisper) or per-feature mean and
 //      1/(std + 1e-5) (Parakeet), from the partials, in float64.
-//   3. fbank_normalize: the normalisation, in place.
-// normalize=none stops after 1. No cuFFT/cuBLAS: the FFT is fbank_frame.cuh.
+//   3. fbank_normalize: the normalisation, in place (Whisper: a clamp,
+//      since 1. stored (y + 4)/4 already).
+// normalize=none stops after 1. fbank_fused_n{400,512} does 1-3 in one
+// launch (ticketed tiles; the launcher picks fused or three launches).
+// No cuFFT/cuBLAS: the FFT is fbank_frame.cuh. Build knobs (experiments;
+// the committed fatbin uses the defaults): FBANK_MIN_BLOCKS,
+// FBANK_MAX_WARPS (register budget), FBANK_MEL_TC (tensor-core mel),
+// FBANK_PREFETCH.
 //
 // Every kernel parameter is 8 bytes (pointers, long long, double): the Go
 // launcher (gorgonia.org/cu) passes each argument as one 64-bit word.
