@@ -24,7 +24,7 @@ func init() {
 // Launch geometry of fbank_logmel (kernels/fbank.cu).
 const (
 	cudaGroups    = 4        // frames a warp transforms at once (8 lanes a frame)
-	cudaWarps     = 4        // warps per block by default (4 or 8)
+	cudaWarps     = 4        // warps per block for a batch (geometryFor)
 	cudaMaxShared = 48 << 10 // bytes of dynamic shared memory without opting in
 	cudaNormSpan  = 8 << 10  // features a normalize tile of 4 warps of fbank_fused does
 	cudaModule    = "edge"
