@@ -812,6 +812,9 @@ RVQ_VARIANT(rvq_encode_m128n128w24s4p, 128, 128, 2, 4, 4, 1, false, Best, false)
 RVQ_VARIANT(rvq_encode_m128n128w24s4pr, 128, 128, 2, 4, 4, 1, false, Best, true)
 RVQ_VARIANT(rvq_encode_m128n256w24s3p, 128, 256, 2, 4, 3, 1, false, Best, false)
 RVQ_VARIANT(rvq_encode_m64n128w14s4p, 64, 128, 1, 4, 4, 1, false, Best, false)
+// mma.sync with whole N-tiles per warp (WN = 1: warp-local stage end).
+RVQ_VARIANT(rvq_encode_m256n128w81s4p, 256, 128, 8, 1, 4, 1, false, Best, false)
+RVQ_VARIANT(rvq_encode_m128n128w41s4px2, 128, 128, 4, 1, 4, 2, false, Best, false)
 // Hopper: wgmma m64n128k16 from shared memory, a warpgroup per 64 rows (the
 // mma.sync tiling WM x 1 warps, 16 rows x 128 codewords a warp, elsewhere).
 RVQ_VARIANT(rvq_encode_wg_m128n128s4p, 128, 128, 8, 1, 4, 1, true, Best, false)

@@ -88,6 +88,8 @@ var variants = []variant{
 	{"rvq_encode_m64n128w14s4p", 64, 128, 1, 4, 4, false},
 	{"rvq_encode_m128n128w24s4pr", 128, 128, 2, 4, 4, true},
 	{"rvq_encode_m128n256w24s3p", 128, 256, 2, 4, 3, false},
+	{"rvq_encode_m256n128w81s4p", 256, 128, 8, 1, 4, false},
+	{"rvq_encode_m128n128w41s4px2", 128, 128, 4, 1, 4, false},
 	// wg: wgmma on sm_90a (unless kernels/rvq.cu is built with
 	// RVQ_NO_WGMMA), the same tiling on mma.sync elsewhere.
 	{"rvq_encode_wg_m128n128s6p", 128, 128, 8, 1, 6, false},
