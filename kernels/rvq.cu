@@ -322,7 +322,7 @@ struct Cursor {
   int q, nt, kc;
 };
 
-template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS>
+template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS, bool PW>
 __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, long long row0, char* smem, Pipe& pipe) {
   using C = Cfg<BM, BN, WM, WN, S>;
   // kWG: this instantiation issues wgmma (sm_90a builds);
@@ -331,6 +331,13 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   static_assert(!WG || (WN == 1 && BN == 128 && BM == 16 * WM && WM % 4 == 0), "wgmma tiling: a warpgroup per 64 rows, N = 128");
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / WN, wn = warp % WN;
+  // cbar synchronises the compute warps (not the producer warp of PW).
+  auto cbar = [] {
+    if constexpr (PW)
+      namedBarrier(15, C::kThreads);
+    else
+      __syncthreads();
+  };
   const int Dp = static_cast<int>(p.Dp), D = static_cast<int>(p.D), KC = Dp / kBK;
   char* sA = smem;
   char* ring = sA + size_t(BM) * Dp * 2;
@@ -349,7 +356,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   // 8-value chunk.
   const int cpr = Dp / 8;  // 16-byte bf16 chunks per row
   for (int i = tid; i < BM; i += C::kThreads) rnorm2[i] = 0.f;
-  __syncthreads();
+  cbar();
   // Warp w takes the chunks of rows [w*RW, (w+1)*RW), so that each row's
   // squared norm is summed by one warp.
   constexpr int RW = BM / C::kWarps;
@@ -377,7 +384,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     if (in) *reinterpret_cast<uint4*>(sA + aOff<BM>(i, k)) = make_uint4(h[0], h[1], h[2], h[3]);
     addRowNorm(rnorm2, in ? i : -1, ss, cpr, lane);
   }
-  __syncthreads();
+  cbar();
   for (int i = tid; i < BM; i += C::kThreads) {
     const long long row = row0 + i;
     rnorm[i] = (row < p.rows && rowValid(row, p.T, p.lengths)) ? sqrtf(rnorm2[i]) : -1.f;
@@ -422,19 +429,11 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     cpCommit();
   };
 #if RVQ_BULK
-  // Bulk path: thread 0 keeps S-1 loads in flight; load L fills slot L % S
-  // after every warp released that slot's previous load (empty[slot]), and
-  // completes full[slot] with its bytes.
+  // Bulk path: thread 0 (or, with PW, the producer warp: produceAll) keeps
+  // S-1 loads in flight; load L fills slot L % S after every compute warp
+  // released that slot's previous load (empty[slot]), and completes
+  // full[slot] with its bytes. encode() initialised the barriers.
   const uint32_t fullA = smemAddr(bars), emptyA = fullA + 8 * S;
-  if (q0 == 0) {  // the launch's first chain: set up the barriers
-    if (tid == 0)
-      for (int s = 0; s < S; s++) {
-        mbarInit(fullA + 8 * s, 1);
-        mbarInit(emptyA + 8 * s, C::kWarps);
-      }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    __syncthreads();
-  }
   int chainLoads = 0;
   for (int q = q0; q < q1; q++) chainLoads += (p.meta[q * 4 + 1] + BN - 1) / BN * KC;
   const int end = pipe.cons + chainLoads;
@@ -452,7 +451,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     advance(prod);
     pipe.prod++;
   };
-  if (tid == 0)
+  if (!PW && tid == 0)
     while (pipe.prod < end && pipe.prod < pipe.cons + S - 1) produce();
 #else
   for (int s = 0; s < S - 1; s++) issue(s);
@@ -485,7 +484,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       else
         __syncwarp();
     } else {
-      __syncthreads();
+      cbar();
     }
     for (int nt = 0; nt < ntiles; nt++) {
 #pragma unroll
@@ -503,7 +502,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
 #if RVQ_HAVE_WGMMA
         if constexpr (kWG) proxyFence();  // cp.async (generic proxy) -> wgmma (async proxy)
 #endif
-        __syncthreads();
+        cbar();
         issue((slot + S - 1) % S);
 #endif
 #if RVQ_HAVE_WGMMA
@@ -577,7 +576,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
           if (lane == 0) mbarArrive(emptyA + 8 * slot);
         }
         pipe.cons++;
-        if (tid == 0 && pipe.prod < end) produce();
+        if (!PW && tid == 0 && pipe.prod < end) produce();
 #else
         slot = (slot + 1) % S;
 #endif
@@ -621,7 +620,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       // block barrier, so the other warps keep the tensor cores busy.
       __syncwarp();
     } else {
-      __syncthreads();
+      cbar();
       for (int r = tid; r < BM; r += C::kThreads) {
         B b;
         b.init();
@@ -631,7 +630,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
         }
         decide(r, b);
       }
-      __syncthreads();
+      cbar();
     }
     // ---- update. Warp w owns rows [w*RW, (w+1)*RW): first the exact
     // re-score of its near ties, then r -= C_j for all its rows at once,
@@ -723,18 +722,18 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
 #if !RVQ_BULK
   cpWait<0>();
 #endif
-  __syncthreads();
+  cbar();
 }
 
 // writeQuantized writes the CTA's valid rows of quantized from their codes:
 // each chain's codewords summed in stage order from +0, then the second
 // chain's sum added to the first's: the CPU's operations in its order.
 // Thread per 8-value chunk of a row.
-template <int BM>
+template <int BM, int NTH>
 __device__ __forceinline__ void writeQuantized(const Params& p, long long row0) {
   const int Dp = static_cast<int>(p.Dp), D = static_cast<int>(p.D), Q = static_cast<int>(p.Q);
   const int split = static_cast<int>(p.split), cpr = Dp / 8;
-  for (int c = threadIdx.x; c < BM * cpr; c += blockDim.x) {
+  for (int c = threadIdx.x; c < BM * cpr; c += NTH) {
     const int i = c / cpr, k = c % cpr;
     const long long row = row0 + i;
     if (row >= p.rows || !rowValid(row, p.T, p.lengths)) continue;
@@ -766,8 +765,8 @@ __device__ __forceinline__ void writeQuantized(const Params& p, long long row0) 
 }
 
 // writePadding gives the CTA's padding rows code -1 and quantized 0.
-__device__ __forceinline__ void writePadding(const Params& p, long long row0, int BM) {
-  for (int i = threadIdx.x >> 5; i < BM; i += blockDim.x >> 5) {
+__device__ __forceinline__ void writePadding(const Params& p, long long row0, int BM, int nth) {
+  for (int i = threadIdx.x >> 5; i < BM; i += nth >> 5) {
     long long row = row0 + i;
     if (row >= p.rows || rowValid(row, p.T, p.lengths)) continue;
     for (int d = threadIdx.x & 31; d < p.D; d += 32) p.out[row * p.D + d] = 0.f;
@@ -775,20 +774,73 @@ __device__ __forceinline__ void writePadding(const Params& p, long long row0, in
   }
 }
 
-template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS>
+// produceAll is the producer warp of the PW variants (lane 0 works): it
+// streams every (stage, N-tile, k-chunk) load of every chain through the
+// ring, waiting on each slot's empty barrier, never on the compute warps'
+// decisions (the sequence of codebook tiles does not depend on them).
+template <int BM, int BN, int WN, int S, int NW>
+__device__ __forceinline__ void produceAll(const Params& p, char* smem) {
+#if RVQ_BULK
+  using C = Cfg<BM, BN, 1, WN, S>;
+  if ((threadIdx.x & 31) != 0) return;
+  const int Dp = static_cast<int>(p.Dp), KC = Dp / kBK, Q = static_cast<int>(p.Q);
+  char* ring = smem + size_t(BM) * Dp * 2;
+  float* hnRing = reinterpret_cast<float*>(ring + size_t(S) * C::kSlotB);
+  const uint32_t fullA = smemAddr(hnRing + S * BN + WN * BM * 3 + 3 * BM), emptyA = fullA + 8 * S;
+  const uint32_t ringAddr = smemAddr(ring);
+  int L = 0;
+  for (int q = 0; q < Q; q++) {  // the chains' stages in order: 0..Q-1
+    const int off = p.meta[q * 4], K = p.meta[q * 4 + 1];
+    for (int nt = 0; nt * BN < K; nt++)
+      for (int kc = 0; kc < KC; kc++, L++) {
+        const int s = L % S;
+        if (L >= S) mbarWait(emptyA + 8 * s, ((L / S) - 1) & 1);
+        mbarExpectTx(fullA + 8 * s, C::kSlot);
+#pragma unroll
+        for (int t = 0; t < BN / 128; t++) {
+          const size_t tile = (size_t(off / 128 + nt * (BN / 128) + t) * KC + kc) * (128 * kBK);
+          bulkCopy(ringAddr + s * C::kSlotB + t * 128 * kBK * 2, p.tiles + tile, 128 * kBK * 2, fullA + 8 * s);
+        }
+        bulkCopy(smemAddr(hnRing + s * BN), p.hn + off + nt * BN, BN * 4, fullA + 8 * s);
+      }
+  }
+#endif
+}
+
+template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS, bool PW>
 __device__ __forceinline__ void encode(const Params& p) {
+  using C = Cfg<BM, BN, WM, WN, S>;
   extern __shared__ __align__(1024) char rvqSmem[];
   long long row0 = static_cast<long long>(blockIdx.x) * BM;
-  writePadding(p, row0, BM);
+#if RVQ_BULK
+  {  // the ring's barriers: full (one arrival + bytes), empty (every compute warp)
+    const int Dp = static_cast<int>(p.Dp);
+    const uint32_t fullA = smemAddr(rvqSmem + size_t(BM) * Dp * 2 + size_t(S) * C::kSlotB) +
+                           4 * (S * BN + WN * BM * 3 + 3 * BM),
+                   emptyA = fullA + 8 * S;
+    if (threadIdx.x == 0)
+      for (int s = 0; s < S; s++) {
+        mbarInit(fullA + 8 * s, 1);
+        mbarInit(emptyA + 8 * s, C::kWarps);
+      }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    __syncthreads();
+  }
+#endif
+  if (PW && threadIdx.x >= C::kThreads) {  // the producer warp
+    produceAll<BM, BN, WN, S, C::kWarps>(p, rvqSmem);
+    return;
+  }
+  writePadding(p, row0, BM, C::kThreads);
   int split = static_cast<int>(p.split), Q = static_cast<int>(p.Q);
   Pipe pipe;
   if (split == 0) {
-    encodeChain<BM, BN, WM, WN, S, WG, B, RS>(p, 0, Q, row0, rvqSmem, pipe);
+    encodeChain<BM, BN, WM, WN, S, WG, B, RS, PW>(p, 0, Q, row0, rvqSmem, pipe);
   } else {
-    encodeChain<BM, BN, WM, WN, S, WG, B, RS>(p, 0, split, row0, rvqSmem, pipe);
-    encodeChain<BM, BN, WM, WN, S, WG, B, RS>(p, split, Q, row0, rvqSmem, pipe);
+    encodeChain<BM, BN, WM, WN, S, WG, B, RS, PW>(p, 0, split, row0, rvqSmem, pipe);
+    encodeChain<BM, BN, WM, WN, S, WG, B, RS, PW>(p, split, Q, row0, rvqSmem, pipe);
   }
-  writeQuantized<BM>(p, row0);
+  writeQuantized<BM, C::kThreads>(p, row0);
 }
 
 }  // namespace rvqk
@@ -802,85 +854,31 @@ __device__ __forceinline__ void encode(const Params& p) {
 
 // Variants (BM, BN, WM x WN warps, ring depth S); the Go launcher picks one
 // per D (shared memory) and $EDGE_RVQ_VARIANT overrides it for sweeps.
-#define RVQ_VARIANT(name, BM, BN, WM, WN, S, MINB, WG, B, RS)                                      \
-  extern "C" __global__ void __launch_bounds__(WM * WN * 32, MINB) name(RVQ_ENCODE_ARGS) { \
-    rvqk::encode<BM, BN, WM, WN, S, WG, rvqk::B, RS>(RVQ_PARAMS);                           \
+#define RVQ_VARIANT(name, BM, BN, WM, WN, S, MINB, WG, B, RS, PW)                                          \
+  extern "C" __global__ void __launch_bounds__(WM * WN * 32 + (PW ? 32 : 0), MINB) name(RVQ_ENCODE_ARGS) { \
+    rvqk::encode<BM, BN, WM, WN, S, WG, rvqk::B, RS, PW>(RVQ_PARAMS);                                    \
   }
 // name: m<BM> n<BN> w<WM><WN> (warps) s<ring depth>, p: packed running
-// minimum (all), r: fp32 residual in shared memory, x2: two CTAs an SM.
-RVQ_VARIANT(rvq_encode_m128n128w24s4p, 128, 128, 2, 4, 4, 1, false, Best, false)
-RVQ_VARIANT(rvq_encode_m128n128w24s4pr, 128, 128, 2, 4, 4, 1, false, Best, true)
-RVQ_VARIANT(rvq_encode_m128n256w24s3p, 128, 256, 2, 4, 3, 1, false, Best, false)
-RVQ_VARIANT(rvq_encode_m64n128w14s4p, 64, 128, 1, 4, 4, 1, false, Best, false)
+// minimum (all), r: fp32 residual in shared memory, x2: two CTAs an SM,
+// w: a producer warp (one more warp in the block) streams the ring.
+RVQ_VARIANT(rvq_encode_m128n128w24s4p, 128, 128, 2, 4, 4, 1, false, Best, false, false)
+RVQ_VARIANT(rvq_encode_m128n128w24s4pr, 128, 128, 2, 4, 4, 1, false, Best, true, false)
+RVQ_VARIANT(rvq_encode_m128n256w24s3p, 128, 256, 2, 4, 3, 1, false, Best, false, false)
+RVQ_VARIANT(rvq_encode_m64n128w14s4p, 64, 128, 1, 4, 4, 1, false, Best, false, false)
 // mma.sync with whole N-tiles per warp (WN = 1: warp-local stage end).
-RVQ_VARIANT(rvq_encode_m256n128w81s4p, 256, 128, 8, 1, 4, 1, false, Best, false)
-RVQ_VARIANT(rvq_encode_m128n128w41s4px2, 128, 128, 4, 1, 4, 2, false, Best, false)
+RVQ_VARIANT(rvq_encode_m256n128w81s4p, 256, 128, 8, 1, 4, 1, false, Best, false, false)
+RVQ_VARIANT(rvq_encode_m128n128w41s4px2, 128, 128, 4, 1, 4, 2, false, Best, false, false)
+RVQ_VARIANT(rvq_encode_m128n128w41s4pwx2, 128, 128, 4, 1, 4, 2, false, Best, false, true)
 // Hopper: wgmma m64n128k16 from shared memory, a warpgroup per 64 rows (the
 // mma.sync tiling WM x 1 warps, 16 rows x 128 codewords a warp, elsewhere).
-RVQ_VARIANT(rvq_encode_wg_m128n128s4p, 128, 128, 8, 1, 4, 1, true, Best, false)
-RVQ_VARIANT(rvq_encode_wg_m128n128s6p, 128, 128, 8, 1, 6, 1, true, Best, false)
-RVQ_VARIANT(rvq_encode_wg_m128n128s4pr, 128, 128, 8, 1, 4, 1, true, Best, true)
-RVQ_VARIANT(rvq_encode_wg_m128n128s3px2, 128, 128, 8, 1, 3, 2, true, Best, false)
-RVQ_VARIANT(rvq_encode_wg_m192n128s4p, 192, 128, 12, 1, 4, 1, true, Best, false)
-RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, Best, false)
-
-// rvq_small_score: stage q of the small-batch path. Grid (ceil(K/256),
-// nrows), block 256: thread e scores entry e exactly (CPU formula) for the
-// row rows[blockIdx.y] (residual src: x for the chain's first stage, else
-// res) and the CTA's lowest (score, index) goes to keys[blockIdx.y] with
-// atomicMin. D <= 1024: the residual row is staged in shared memory.
-extern "C" __global__ void __launch_bounds__(256) rvq_small_score(const float* x, const float* res, long long first,
-                                                                  const int* rowList, long long D, long long Dp,
-                                                                  const uint16_t* words, const float* hn, long long off,
-                                                                  long long K, unsigned long long* keys) {
-  __shared__ float r[1024];
-  __shared__ unsigned long long wk[8];
-  const long long row = rowList[blockIdx.y];
-  const float* src = first ? x + row * D : res + row * Dp;
-  for (int d = threadIdx.x; d < D; d += blockDim.x) r[d] = src[d];
-  __syncthreads();
-  const long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  unsigned long long key = ~0ull;
-  if (e < K) key = rvqk::orderKey(rvqk::exactScore(r, words + (off + e) * Dp, static_cast<int>(D), hn[off + e]), static_cast<int>(e));
-  for (int o = 16; o > 0; o >>= 1) key = min(key, __shfl_xor_sync(rvqk::kFull, key, o));
-  if ((threadIdx.x & 31) == 0) wk[threadIdx.x >> 5] = key;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < (blockDim.x >> 5); w++) key = min(key, wk[w]);
-    atomicMin(keys + blockIdx.y, key);
-  }
-}
-
-// rvq_small_update applies stage q's winners: grid nrows, block 128. For row
-// rows[i]: j = keys[i] & 0xffffffff; codes[row][q] = j; res = src - C_j;
-// chain sum (out for the first chain, acc for the second) += C_j (= C_j on
-// the chain's first stage); on the second chain's last stage out += acc.
-// keys[i] is reset to all ones for the next stage.
-extern "C" __global__ void __launch_bounds__(128) rvq_small_update(const float* x, float* res, float* acc, float* out,
-                                                                   int* codes, const int* rowList, long long D,
-                                                                   long long Dp, long long Q, long long q,
-                                                                   long long first, long long secondChain,
-                                                                   long long last, const uint16_t* words, long long off,
-                                                                   unsigned long long* keys) {
-  const long long row = rowList[blockIdx.x];
-  const int j = static_cast<int>(keys[blockIdx.x] & 0xffffffffu);
-  const float* src = first ? x + row * D : res + row * Dp;
-  float* sum = secondChain ? acc + row * Dp : out + row * D;
-  const uint16_t* w = words + (off + j) * Dp;
-  for (int d = threadIdx.x; d < D; d += blockDim.x) {
-    float v = rvqk::bf(w[d]);
-    float r = src[d] - v;
-    float a = (first ? 0.f : sum[d]) + v;
-    res[row * Dp + d] = r;
-    sum[d] = a;
-    if (secondChain && last) out[row * D + d] += a;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    codes[row * Q + q] = j;
-    keys[blockIdx.x] = ~0ull;
-  }
-}
+RVQ_VARIANT(rvq_encode_wg_m128n128s4p, 128, 128, 8, 1, 4, 1, true, Best, false, false)
+RVQ_VARIANT(rvq_encode_wg_m128n128s4pw, 128, 128, 8, 1, 4, 1, true, Best, false, true)
+RVQ_VARIANT(rvq_encode_wg_m128n128s6pw, 128, 128, 8, 1, 6, 1, true, Best, false, true)
+RVQ_VARIANT(rvq_encode_wg_m128n128s3px2, 128, 128, 8, 1, 3, 2, true, Best, false, false)
+RVQ_VARIANT(rvq_encode_wg_m128n128s3pwx2, 128, 128, 8, 1, 3, 2, true, Best, false, true)
+RVQ_VARIANT(rvq_encode_wg_m192n128s4p, 192, 128, 12, 1, 4, 1, true, Best, false, false)
+RVQ_VARIANT(rvq_encode_wg_m192n128s4pw, 192, 128, 12, 1, 4, 1, true, Best, false, true)
+RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, Best, false, false)
 
 // rvq_stream: the whole encode of a few frames (streaming) in one launch.
 // Grid: (valid rows) x kStreamSplit CTAs in clusters of kStreamSplit (one

@@ -63,10 +63,16 @@ type variant struct {
 	name                  string
 	bm, bn, wm, wn, stage int
 	rs                    bool
+	pw                    bool // one more warp: the ring's producer
 }
 
 // threads is its block size.
-func (v variant) threads() int { return 32 * v.wm * v.wn }
+func (v variant) threads() int {
+	if v.pw {
+		return 32 * (v.wm*v.wn + 1)
+	}
+	return 32 * v.wm * v.wn
+}
 
 // shared is its dynamic shared memory for rows of dp values: the bf16 A
 // tile, the ring (codewords and hn), the per-warp partial minima, three
@@ -83,20 +89,23 @@ func (v variant) shared(dp int) int {
 // variants in order of preference: Encode takes the first whose shared
 // memory fits the device for the codebooks' D (the wg ones on Hopper only).
 var variants = []variant{
-	{"rvq_encode_wg_m128n128s4p", 128, 128, 8, 1, 4, false},
-	{"rvq_encode_m128n128w24s4p", 128, 128, 2, 4, 4, false},
-	{"rvq_encode_m64n128w14s4p", 64, 128, 1, 4, 4, false},
-	{"rvq_encode_m128n128w24s4pr", 128, 128, 2, 4, 4, true},
-	{"rvq_encode_m128n256w24s3p", 128, 256, 2, 4, 3, false},
-	{"rvq_encode_m256n128w81s4p", 256, 128, 8, 1, 4, false},
-	{"rvq_encode_m128n128w41s4px2", 128, 128, 4, 1, 4, false},
+	{"rvq_encode_wg_m128n128s3px2", 128, 128, 8, 1, 3, false, false},
+	{"rvq_encode_wg_m192n128s4p", 192, 128, 12, 1, 4, false, false},
+	{"rvq_encode_wg_m128n128s4p", 128, 128, 8, 1, 4, false, false},
+	{"rvq_encode_m128n128w24s4p", 128, 128, 2, 4, 4, false, false},
+	{"rvq_encode_m64n128w14s4p", 64, 128, 1, 4, 4, false, false},
+	{"rvq_encode_m128n128w24s4pr", 128, 128, 2, 4, 4, true, false},
+	{"rvq_encode_m128n256w24s3p", 128, 256, 2, 4, 3, false, false},
+	{"rvq_encode_m256n128w81s4p", 256, 128, 8, 1, 4, false, false},
+	{"rvq_encode_m128n128w41s4px2", 128, 128, 4, 1, 4, false, false},
+	{"rvq_encode_m128n128w41s4pwx2", 128, 128, 4, 1, 4, false, true},
 	// wg: wgmma on sm_90a (unless kernels/rvq.cu is built with
 	// RVQ_NO_WGMMA), the same tiling on mma.sync elsewhere.
-	{"rvq_encode_wg_m128n128s6p", 128, 128, 8, 1, 6, false},
-	{"rvq_encode_wg_m128n128s4pr", 128, 128, 8, 1, 4, true},
-	{"rvq_encode_wg_m128n128s3px2", 128, 128, 8, 1, 3, false},
-	{"rvq_encode_wg_m192n128s4p", 192, 128, 12, 1, 4, false},
-	{"rvq_encode_wg_m256n128s3p", 256, 128, 16, 1, 3, false},
+	{"rvq_encode_wg_m128n128s4pw", 128, 128, 8, 1, 4, false, true},
+	{"rvq_encode_wg_m128n128s6pw", 128, 128, 8, 1, 6, false, true},
+	{"rvq_encode_wg_m128n128s3pwx2", 128, 128, 8, 1, 3, false, true},
+	{"rvq_encode_wg_m192n128s4pw", 192, 128, 12, 1, 4, false, true},
+	{"rvq_encode_wg_m256n128s3p", 256, 128, 16, 1, 3, false, false},
 }
 
 // cudaKernels is the loaded kernel set of a backend.

@@ -377,7 +377,7 @@ func TestCUDAOp(t *testing.T) {
 	inst, err := runtime.New("rvq_encode", nil, be)
 	require.NoError(t, err)
 	_, err = inst.Run(context.Background(), runtime.Tensors{"x": in["x"], "codebooks": runtime.Must(runtime.FromSlice(runtime.F32, runtime.Shape{1, 2, 32}, make([]float32, 64)))})
-	assert.ErrorContains(t, err, "D = 64, but the codebooks have D = 32")
+	assert.ErrorContains(t, err, "(D = 64), but the codebooks have D = 32")
 }
 
 // TestCUDAOpCodebookCache: one instance, codebooks unchanged (cached),
