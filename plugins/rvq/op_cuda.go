@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -86,8 +87,9 @@ func (v variant) shared(dp int) int {
 	return n
 }
 
-// variants in order of preference: Encode takes the first whose shared
-// memory fits the device for the codebooks' D (the wg ones on Hopper only).
+// variants in order of preference after the preferred ones: Encode takes the
+// first whose shared memory fits the device for the codebooks' D (the wg
+// ones on Hopper only).
 var variants = []variant{
 	{"rvq_encode_wg_m128n128s3px2", 128, 128, 8, 1, 3, false, false},
 	{"rvq_encode_wg_m192n128s4p", 192, 128, 12, 1, 4, false, false},
@@ -301,6 +303,41 @@ func u16Bytes(v []uint16) []byte {
 	return b
 }
 
+// preferred lists, per padded width Dp, the variants measured fastest on the
+// H200 (docs/bench/rvq_gpu.md), tried before the rest of variants.
+var preferred = []struct {
+	maxDp int
+	names []string
+}{
+	{128, []string{"rvq_encode_wg_m128n128s3px2", "rvq_encode_wg_m192n128s4p"}},
+	{1024, []string{"rvq_encode_wg_m256n128s3p", "rvq_encode_wg_m192n128s4p"}},
+}
+
+// autoOrder is variants with the preferred ones for dp first.
+func autoOrder(dp int) []variant {
+	var names []string
+	for _, p := range preferred {
+		if dp <= p.maxDp {
+			names = p.names
+			break
+		}
+	}
+	out := make([]variant, 0, len(variants))
+	for _, n := range names {
+		for _, v := range variants {
+			if v.name == n {
+				out = append(out, v)
+			}
+		}
+	}
+	for _, v := range variants {
+		if !slices.Contains(names, v.name) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // pick returns the fused variant for these codebooks: $EDGE_RVQ_VARIANT or
 // dc.variant when set, else the first that fits the device's shared memory
 // (skipping the wg variants on GPUs other than Hopper).
@@ -309,7 +346,7 @@ func (dc *DeviceCodebooks) pick() (variant, *cuda.Kernel, error) {
 	if want == "" {
 		want = os.Getenv(EnvVariant)
 	}
-	for _, v := range variants {
+	for _, v := range autoOrder(dc.dp) {
 		if want != "" && v.name != want {
 			continue
 		}
