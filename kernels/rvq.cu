@@ -463,15 +463,21 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   constexpr uint32_t aStep = 16 * 128;
   const uint32_t bBase = (wn * (BN / WN) + (lane >> 4) * 8 + (lane & 7)) * (kBK * 2);
   float accum[C::MT][C::NT][4];
-  B best[C::MT][2];
+  // kG independent running minima per row (n-tiles interleaved) shorten the
+  // min/max dependency chains of the epilogue where registers allow.
+  constexpr int kG = C::MT == 1 ? 2 : 1;
+  B best[C::MT][2][kG];
   int slot = 0;
   for (int q = q0; q < q1; q++) {
     const int off = p.meta[q * 4], K = p.meta[q * 4 + 1];
     const int ntiles = (K + BN - 1) / BN;
 #pragma unroll
     for (int m = 0; m < C::MT; m++) {
-      best[m][0].init();
-      best[m][1].init();
+#pragma unroll
+      for (int g = 0; g < kG; g++) {
+        best[m][0][g].init();
+        best[m][1][g].init();
+      }
     }
 #if RVQ_HAVE_WGMMA
     if constexpr (kWG) proxyFence();  // A tile stores (generic proxy) -> wgmma
@@ -561,10 +567,10 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
             int e = nt * BN + col;
 #pragma unroll
             for (int m = 0; m < C::MT; m++) {
-              best[m][0].add(h0 - accum[m][n][0], e);
-              best[m][0].add(h1 - accum[m][n][1], e + 1);
-              best[m][1].add(h0 - accum[m][n][2], e);
-              best[m][1].add(h1 - accum[m][n][3], e + 1);
+              best[m][0][n % kG].add(h0 - accum[m][n][0], e);
+              best[m][0][n % kG].add(h1 - accum[m][n][1], e + 1);
+              best[m][1][n % kG].add(h0 - accum[m][n][2], e);
+              best[m][1][n % kG].add(h1 - accum[m][n][3], e + 1);
             }
           }
         }
@@ -596,7 +602,9 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     for (int m = 0; m < C::MT; m++)
 #pragma unroll
       for (int h = 0; h < 2; h++) {
-        B& b = best[m][h];
+        B& b = best[m][h][0];
+#pragma unroll
+        for (int g = 1; g < kG; g++) b.merge(best[m][h][g].b1, best[m][h][g].b2, best[m][h][g].idx());
 #pragma unroll
         for (int o = 1; o < 4; o <<= 1) {
           float o1 = __shfl_xor_sync(kFull, b.b1, o), o2 = __shfl_xor_sync(kFull, b.b2, o);
