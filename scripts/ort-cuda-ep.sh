@@ -12,6 +12,17 @@
 #       $ORT_CUDA_EP_XZ may name an already made .xz of the library: it is used
 #       (instead of compressing again) once it decompresses to the pinned sha256.
 #
+#   scripts/ort-cuda-ep.sh core DIR
+#       (development machine) the matching ONNX Runtime 1.29.0 core
+#       (npm com.github.asus4.onnxruntime@0.4.9, integrity checked):
+#       DIR/libonnxruntime.so.1.29.0.xz (~8 MB, sha256 checked) and
+#       DIR/libonnxruntime_providers_shared.so. The provider bridge between a
+#       core and the CUDA EP library is not ABI-stable across releases: with
+#       the GPU host's 1.30 core the 1.29 EP runs simple graphs but may crash
+#       on others; this core matches it exactly. On the GPU host:
+#       xz -dc DIR/libonnxruntime.so.1.29.0.xz > DEST/libonnxruntime.so.1.29.0
+#       and point $EDGE_ORT_LIB at it.
+#
 #   scripts/ort-cuda-ep.sh unpack SRCDIR DEST
 #       (GPU host) SRCDIR holds the part directories 1..n (each with its part
 #       and manifest.txt); check every part, concatenate them in order,
@@ -32,6 +43,11 @@ LIB=libonnxruntime_providers_cuda.so
 LIB_IN_TGZ=package/Plugins/Linux/x64/$LIB
 LIB_SHA256=56cf3254b118ad837ccc4ed8f6d1b23504bbf7ef91b34cbc0b289cb7f10b3037
 PART_BYTES=$((25 * 1024 * 1024))
+CORE_PKG=com.github.asus4.onnxruntime
+CORE_INTEGRITY=sha512-BkzxduSZ9IkeDP6Q8lz2TFU2ie7hSSvS7ZIfzMooExoq0CNzJnuuGaUJ7IsojBgqO4ouD1jXah8OYyJbCN29Fg==
+CORE_IN_TGZ=package/Plugins/Linux/x64/libonnxruntime.so
+CORE_SHARED_IN_TGZ=package/Plugins/Linux/x64/libonnxruntime_providers_shared.so
+CORE_SHA256=5715f06d8992ca8eeeddcce43df3a7d38f97d537052126f558e912cb312460ca
 
 die() { echo "ort-cuda-ep.sh: $*" >&2; exit 1; }
 sha256() { sha256sum "$1" | cut -d' ' -f1; }
@@ -89,6 +105,29 @@ pack() {
 	echo "$n parts in $parts/1 .. $parts/$n"
 }
 
+core() {
+	local dir=$1
+	local cache=${XDG_CACHE_HOME:-$HOME/.cache}/edge/ort-cuda-ep/$VERSION
+	local tgz=$cache/$CORE_PKG-$VERSION.tgz
+	mkdir -p "$cache" "$dir"
+	if [[ ! -s $tgz ]]; then
+		command -v npm >/dev/null || die "npm is needed to fetch $CORE_PKG@$VERSION"
+		(cd "$cache" && npm pack "$CORE_PKG@$VERSION" >/dev/null) || die "npm pack $CORE_PKG@$VERSION failed"
+	fi
+	local got
+	got=sha512-$(openssl dgst -sha512 -binary "$tgz" | base64 -w0)
+	[[ $got == "$CORE_INTEGRITY" ]] || die "$tgz has integrity $got, want $CORE_INTEGRITY (delete it to fetch again)"
+	local tmp
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' RETURN
+	tar -xzf "$tgz" -C "$tmp" "$CORE_IN_TGZ" "$CORE_SHARED_IN_TGZ"
+	got=$(sha256 "$tmp/$CORE_IN_TGZ")
+	[[ $got == "$CORE_SHA256" ]] || die "$CORE_IN_TGZ has sha256 $got, want $CORE_SHA256"
+	xz -9e -T0 -c "$tmp/$CORE_IN_TGZ" >"$dir/libonnxruntime.so.1.29.0.xz"
+	cp "$tmp/$CORE_SHARED_IN_TGZ" "$dir/"
+	echo "$dir/libonnxruntime.so.1.29.0.xz ($(stat -c %s "$dir/libonnxruntime.so.1.29.0.xz") bytes), $dir/libonnxruntime_providers_shared.so"
+}
+
 unpack() {
 	local src=$1 dest=$2
 	[[ -f $src/1/manifest.txt ]] || die "$src/1/manifest.txt is missing (is $src the directory holding the part directories 1..n?)"
@@ -120,9 +159,13 @@ pack)
 	[[ $# -eq 2 ]] || die "usage: $0 pack PARTSDIR"
 	pack "$2"
 	;;
+core)
+	[[ $# -eq 2 ]] || die "usage: $0 core DIR"
+	core "$2"
+	;;
 unpack)
 	[[ $# -eq 3 ]] || die "usage: $0 unpack SRCDIR DEST"
 	unpack "$2" "$3"
 	;;
-*) die "usage: $0 pack PARTSDIR | unpack SRCDIR DEST" ;;
+*) die "usage: $0 pack PARTSDIR | core DIR | unpack SRCDIR DEST" ;;
 esac
