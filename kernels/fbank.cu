@@ -12,8 +12,8 @@
 //      1/(std + 1e-5) (Parakeet), from the partials, in float64.
 //   3. fbank_normalize: the normalisation, in place (Whisper: a clamp,
 //      since 1. stored (y + 4)/4 already).
-// normalize=none stops after 1. fbank_fused_n{400,512} does 1-3 in one
-// launch (ticketed tiles; the launcher picks fused or three launches).
+// normalize=none stops after 1. (A fused variant, 1-3 in one launch with
+// ticketed tiles normalising from L2, measured slower: docs/bench/fbank_gpu.md.)
 // No cuFFT/cuBLAS: the FFT is fbank_frame.cuh. Build knobs (experiments;
 // the committed fatbin uses the defaults): FBANK_MIN_BLOCKS,
 // FBANK_MAX_WARPS (register budget), FBANK_MEL_TC (tensor-core mel),
@@ -141,9 +141,9 @@ __device__ float mel_tc(const float* P, int pitchP, int rows, int valid, int H, 
 }
 #endif
 
-// logmel is tile (x, b) of fbank_logmel_n{N} and fbank_fused_n{N}.
+// logmel is block (x, b) of fbank_logmel_n{N}.
 //
-// Grid (ceil(T / F), B) (unfused), block W·32 threads (W = 1, 2, 4 or 8 warps), R = 4·W rows
+// Grid (ceil(T / F), B), block W·32 threads (W = 1, 2, 4 or 8 warps), R = 4·W rows
 // a step, F = R·steps frames per block: block (x, b) owns frames t0 = x·F ..
 // t0+F-1 of item b; in step st warp w transforms the 4 frames
 // t0 + st·R + 4·w + g, g < 4, 8 lanes a frame (fbank_frame.cuh), and the block
@@ -169,7 +169,7 @@ __device__ float mel_tc(const float* P, int pitchP, int rows, int valid, int H, 
 //   kStatsMax:     partial[b·G + x] = max y                      (float)
 //   kStatsMoments: partial[((b·G + x)·M + m)·2 + {0,1}] = Σy, Σy² (double,
 //                  summed in frame order)
-// with G tiles per item (gridDim.x when unfused). Samples in [t·hop, (t+1)·hop) (the last computed frame:
+// with G = gridDim.x. Samples in [t·hop, (t+1)·hop) (the last computed frame:
 // up to real) are checked: the smallest index of a NaN/Inf sample of item b
 // goes to bad[b] (atomicMin; the caller presets it to all ones).
 template <int N>
@@ -345,7 +345,7 @@ extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fban
 }
 
 // Statistics of item b from its G partials, in float64, in a fixed order
-// (deterministic), shared by fbank_stats and fbank_fused_n{N}:
+// (deterministic):
 //   kStatsMax:     floor[b] = max over the G partials - clamp (Whisper:
 //                  clamp = 8); fixed_floor instead when it is finite
 //                  (normalize=global; partial is not read).
@@ -432,9 +432,7 @@ __device__ __forceinline__ float norm1(float y, unsigned m, unsigned t, long lon
 // only the chunks that change (for Whisper a read of the features). Thread
 // i takes the chunks of 4 elements at lo + 4·i + 4·k·blockDim.x, 8 chunks in
 // flight per round (coalesced; float4 when item + lo is 16-byte aligned).
-// Loads bypass L1 (__ldcg): in fbank_fused other blocks wrote these lines
-// during this launch, and L1 is not coherent. mom: the item's (mean, inv)
-// per feature (global or shared memory).
+// mom: the item's (mean, inv) per feature.
 __device__ void normalize_span(float* item, unsigned lo, unsigned hi, long long computed, unsigned M, unsigned T,
                                long long layout, long long stats, float fl, const double* mom) {
   constexpr int kChunks = 8;
@@ -490,106 +488,4 @@ extern "C" __global__ void fbank_normalize(float* out, const Item* items, long l
   const unsigned lo = blockIdx.x * 4096u, hi = min(total, lo + 4096u);
   normalize_span(out + b * (long long)total, lo, hi, items[b].computed, M, T, layout, stats,
                  stats == kStatsMax ? (floor_[b] + 4.f) / 4.f : 0.f, moments + b * n_mels * 2);
-}
-
-// fbank_fused_n{N} is fbank_logmel_n{N}, fbank_stats and fbank_normalize in
-// one launch, so that each item is normalised while its features are still
-// in L2 (one pass over the output in DRAM instead of three).
-//
-// Grid B·(G + NT) blocks of fbank_logmel's shape; each block takes a ticket
-// (atomicAdd on counters[0]) and the ticket, not blockIdx, says what it does.
-// Tickets go round by round: round r holds the G logmel tiles of item r (r <
-// B) then the NT normalize tiles of item r - lag (lag clamped to 1..B), so a
-// normalize tile's item was handed out at least `lag` rounds earlier: the
-// launcher makes that about one SM-full of blocks, so that the item is
-// usually done (no waiting) and its features are still in L2.
-//   logmel tile (x, b): logmel(); then counters[1 + b] counts the item's
-//     finished tiles; the block that finishes last computes the item's
-//     statistics (block_floor, or store_moments per feature summing the G
-//     partials in order) and sets counters[1 + B + b].
-//   normalize tile (j, b): waits for counters[1 + B + b], then
-//     normalize_span over elements [j·span, (j+1)·span) of the item, span =
-//     ceil(M·T / NT).
-// No deadlock: a waiting tile waits only for tiles with smaller tickets,
-// which are running or done. counters (1 + 2B words) must be zero at launch.
-template <int N>
-__device__ void fused(FBANK_LOGMEL_ARGS, long long batch, long long groups, long long ntiles, long long lag_,
-                      unsigned* counters,
-                      double clamp, double fixed_floor, double eps, float* floors, double* moments) {
-  __shared__ unsigned long long ticket;
-  __shared__ int last;
-  if (threadIdx.x == 0) ticket = atomicAdd(counters, 1u);
-  __syncthreads();
-  const long long B = batch, G = groups, NT = ntiles, lag = max(1LL, min(lag_, B));
-  long long tk = (long long)ticket, item, tile;
-  bool norm;
-  if (tk < lag * G) {
-    norm = false, item = tk / G, tile = tk % G;
-  } else if ((tk -= lag * G) < (B - lag) * (G + NT)) {
-    const long long r = tk / (G + NT), o = tk % (G + NT);
-    norm = o >= G, item = norm ? r : lag + r, tile = norm ? o - G : o;
-  } else {
-    tk -= (B - lag) * (G + NT);
-    norm = true, item = B - lag + tk / NT, tile = tk % NT;
-  }
-  unsigned* done = counters + 1;
-  volatile unsigned* ready = counters + 1 + B;
-  const unsigned M = (unsigned)n_mels, T = (unsigned)frames, total = M * T;
-  if (!norm) {
-    logmel<N>(FBANK_LOGMEL_CALL, tile, item, G);
-    __threadfence();  // the tile's features and partials, before it counts as done
-    __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(done + item, 1u) == (unsigned)(G - 1);
-    __syncthreads();
-    if (!last || stats == kStatsNone) return;
-    __threadfence();  // see the other tiles' partials (read with __ldcg: L1 may hold stale lines)
-    if (stats == kStatsMax) {
-      block_floor(static_cast<const float*>(partial) + item * G, G, clamp, fixed_floor, floors + item);
-    } else {
-      const double* p = static_cast<const double*>(partial) + item * G * M * 2;
-      for (unsigned m = threadIdx.x; m < M; m += blockDim.x) {
-        double s = 0, s2 = 0;
-#pragma unroll 8
-        for (long long g = 0; g < G; g++) {  // in order; the unrolling keeps 8 loads in flight
-          s += __ldcg(p + (g * M + m) * 2);
-          s2 += __ldcg(p + (g * M + m) * 2 + 1);
-        }
-        store_moments(s, s2, (double)items[item].computed, eps, moments + (item * M + m) * 2);
-      }
-    }
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) ready[item] = 1u;
-    return;
-  }
-  if (stats == kStatsNone) return;
-  if (threadIdx.x == 0) {
-    while (ready[item] == 0u) __nanosleep(256);
-  }
-  __syncthreads();
-  __threadfence();
-  // The item's moments into shared memory (the frame buffers' space).
-  extern __shared__ double nsm[];
-  if (stats == kStatsMoments) {
-    for (unsigned i = threadIdx.x; i < 2 * M; i += blockDim.x) nsm[i] = __ldcg(moments + item * M * 2 + i);
-    __syncthreads();
-  }
-  const unsigned span = (unsigned)((total + NT - 1) / NT), lo = (unsigned)tile * span;
-  normalize_span(out + item * (long long)total, lo, min(total, lo + span), items[item].computed, M, T, layout,
-                 stats, stats == kStatsMax ? (__ldcg(floors + item) + 4.f) / 4.f : 0.f, nsm);
-}
-
-#define FBANK_FUSED_ARGS                                                                                 \
-  FBANK_LOGMEL_ARGS, long long batch, long long groups, long long ntiles, long long lag, unsigned *counters, \
-      double clamp, \
-      double fixed_floor, double eps, float *floors, double *moments
-#define FBANK_FUSED_CALL \
-  FBANK_LOGMEL_CALL, batch, groups, ntiles, lag, counters, clamp, fixed_floor, eps, floors, moments
-
-extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_fused_n400(FBANK_FUSED_ARGS) {
-  fused<400>(FBANK_FUSED_CALL);
-}
-
-extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_fused_n512(FBANK_FUSED_ARGS) {
-  fused<512>(FBANK_FUSED_CALL);
 }

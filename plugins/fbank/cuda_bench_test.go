@@ -64,7 +64,7 @@ func BenchmarkCUDAFbank(b *testing.B) {
 					return f.Bytes()
 				}
 				outBytes := run() // warm-up: module, pool, staging
-				op := cudaOpOf(b, preset, be)
+				op := cudaOpOf(b, map[string]any{"preset": preset}, be)
 				lens := make([]int, batch)
 				for i := range lens {
 					lens[i] = len(x)
@@ -98,8 +98,7 @@ func BenchmarkCUDAFbank(b *testing.B) {
 
 // BenchmarkCUDAFbankGeometry times the queued work of a batch of 64 and of
 // one 30 s clip (dev-us/op, as BenchmarkCUDAFbank) for launch geometries of
-// fbank_logmel (warps per block, steps of 4 frames per warp), fused
-// (fbank_fused) and unfused (logmel, stats, normalize).
+// fbank_logmel (warps per block, steps of 4 frames per warp).
 //
 //	plugins_fbank.test -test.run '^$' -test.bench CUDAFbankGeometry -test.benchtime 100x
 func BenchmarkCUDAFbankGeometry(b *testing.B) {
@@ -120,7 +119,7 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 		}
 		pcmPtr, _ := cuda.Ptr(dev)
 		for _, preset := range []string{"whisper-128", "parakeet-128"} {
-			op := cudaOpOf(b, preset, be)
+			op := cudaOpOf(b, map[string]any{"preset": preset}, be)
 			lens := make([]int, batch)
 			for i := range lens {
 				lens[i] = len(x)
@@ -137,18 +136,15 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 				if op.shared(g) > op.sharedLimit {
 					continue
 				}
-				for _, unfused := range []bool{false, true} {
-					name := map[bool]string{false: "fused", true: "unfused"}[unfused]
-					b.Run(fmt.Sprintf("%s/B%d/w%ds%d/%s", preset, batch, g.warps, g.steps, name), func(b *testing.B) {
-						op.fixed, op.unfused = g, unfused
-						enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames) // warm-up
-						var devTime time.Duration
-						for b.Loop() {
-							devTime += enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames)
-						}
-						b.ReportMetric(devTime.Seconds()/float64(b.N)*1e6, "dev-us/op")
-					})
-				}
+				b.Run(fmt.Sprintf("%s/B%d/w%ds%d", preset, batch, g.warps, g.steps), func(b *testing.B) {
+					op.fixed = g
+					enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames) // warm-up
+					var devTime time.Duration
+					for b.Loop() {
+						devTime += enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames)
+					}
+					b.ReportMetric(devTime.Seconds()/float64(b.N)*1e6, "dev-us/op")
+				})
 			}
 			_ = feats.Buffer().Free()
 		}
@@ -174,14 +170,14 @@ func enqueueTime(b *testing.B, be *cuda.Backend, op *cudaOp, pcm cuda.DevicePtr,
 	return d
 }
 
-// cudaOpOf builds the op's CUDA implementation directly, for timing its
-// enqueue step alone.
-func cudaOpOf(b testing.TB, preset string, be *cuda.Backend) *cudaOp {
+// cudaOpOf builds the op's CUDA implementation of cfg directly, for timing
+// its enqueue step alone or fixing its launch shape.
+func cudaOpOf(b testing.TB, cfg map[string]any, be *cuda.Backend) *cudaOp {
 	spec, err := runtime.Lookup("fbank")
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, err := runtime.ResolveParams("fbank", spec.Params, map[string]any{"preset": preset})
+	p, err := runtime.ResolveParams("fbank", spec.Params, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

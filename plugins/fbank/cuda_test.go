@@ -11,7 +11,6 @@ package fbank
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -31,10 +30,6 @@ const (
 	cudaWhisperDiff = 5e-3    // max |diff| over all frames
 	cudaNeMoDiff    = 1e-2    // max |diff| over valid frames (per_feature, none)
 )
-
-func init() {
-	flag.BoolVar(&cudaUnfused, "cuda.unfused", false, "run the CUDA fbank op as three launches (logmel, stats, normalize) instead of fbank_fused")
-}
 
 var openCUDA = sync.OnceValues(func() (*cuda.Backend, error) { return cuda.Open(0) })
 
@@ -381,25 +376,23 @@ func TestCUDADeviceResident(t *testing.T) {
 
 // TestCUDALaunchGeometry: the default block shape fits in 48 KiB of shared
 // memory with the filterbank for the presets, a batch gets 4 steps of 4
-// frames a warp and a single clip blocks of one warp (to spread over the
-// GPU).
+// frames a warp and a single clip 1 (to spread over the GPU).
 func TestCUDALaunchGeometry(t *testing.T) {
 	be := cudaBackend(t)
 	for _, preset := range []string{"whisper-80", "whisper-128", "parakeet-80", "parakeet-128", "nemo-legacy-128"} {
 		t.Run(preset, func(t *testing.T) {
-			op := cudaOpOf(t, preset, be)
+			op := cudaOpOf(t, map[string]any{"preset": preset}, be)
 			assert.Positive(t, op.sharedW, "filterbank weights in shared memory")
 			assert.LessOrEqual(t, op.shared(launchGeom{cudaWarps, 1}), cudaMaxShared)
 			assert.Equal(t, launchGeom{cudaWarps, 4}, op.geometryFor(64, 3000))
-			assert.Equal(t, launchGeom{1, 1}, op.geometryFor(1, 3000))
-			assert.Equal(t, launchGeom{cudaWarps, 1}, op.geometryFor(4, 3000))
+			assert.Equal(t, launchGeom{cudaWarps, 1}, op.geometryFor(1, 3000))
+			assert.Equal(t, launchGeom{cudaWarps, 2}, op.geometryFor(32, 3000))
 		})
 	}
 }
 
-// TestCUDAParityGeometry checks the launch shapes a batch or a single clip
-// gets (several steps of 4 frames a warp, blocks of 1 to 4 warps), fused and
-// unfused, on a batch of ragged clips, in both layouts.
+// TestCUDAParityGeometry checks the launch shapes (steps of 4 frames a warp,
+// blocks of 1 to 4 warps) on a batch of ragged clips, in both layouts.
 func TestCUDAParityGeometry(t *testing.T) {
 	be := cudaBackend(t)
 	speech := loadWAV(t, "speech_b")
@@ -413,34 +406,24 @@ func TestCUDAParityGeometry(t *testing.T) {
 		{"preset": "whisper-80", "layout": "time_mel"},
 	} {
 		for _, g := range []launchGeom{{4, 4}, {4, 2}, {4, 1}, {2, 1}, {1, 1}} {
-			for _, unfused := range []bool{false, true} {
-				name := fmt.Sprintf("%v/w%ds%d/unfused=%v", cfg, g.warps, g.steps, unfused)
-				t.Run(name, func(t *testing.T) {
-					gpu := func() (*runtime.Tensor, []int64) {
-						spec, err := runtime.Lookup("fbank")
-						require.NoError(t, err)
-						p, err := runtime.ResolveParams("fbank", spec.Params, cfg)
-						require.NoError(t, err)
-						op, err := newCUDAOp(p, be)
-						require.NoError(t, err)
-						o := op.(*cudaOp)
-						defer o.Close()
-						o.fixed, o.unfused = g, unfused
-						in := batchInput(clips)
-						dev, err := be.Upload(in["pcm"])
-						require.NoError(t, err)
-						defer dev.Buffer().Free()
-						in["pcm"] = dev
-						out, err := o.Run(context.Background(), in)
-						require.NoError(t, err)
-						h, err := be.Download(out["features"])
-						require.NoError(t, err)
-						require.NoError(t, out["features"].Buffer().Free())
-						return h, out["lengths"].I64()
-					}
-					worst.add(fmt.Sprint(cfg), compareWith(t, cfg, gpu, clips...))
-				})
-			}
+			t.Run(fmt.Sprintf("%v/w%ds%d", cfg, g.warps, g.steps), func(t *testing.T) {
+				gpu := func() (*runtime.Tensor, []int64) {
+					o := cudaOpOf(t, cfg, be)
+					o.fixed = g
+					in := batchInput(clips)
+					dev, err := be.Upload(in["pcm"])
+					require.NoError(t, err)
+					defer dev.Buffer().Free()
+					in["pcm"] = dev
+					out, err := o.Run(context.Background(), in)
+					require.NoError(t, err)
+					h, err := be.Download(out["features"])
+					require.NoError(t, err)
+					require.NoError(t, out["features"].Buffer().Free())
+					return h, out["lengths"].I64()
+				}
+				worst.add(fmt.Sprint(cfg), compareWith(t, cfg, gpu, clips...))
+			})
 		}
 	}
 	worst.log(t)

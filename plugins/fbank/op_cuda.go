@@ -26,7 +26,6 @@ const (
 	cudaGroups    = 4        // frames a warp transforms at once (8 lanes a frame)
 	cudaWarps     = 4        // warps per block for a batch (geometryFor)
 	cudaMaxShared = 48 << 10 // bytes of dynamic shared memory without opting in
-	cudaNormSpan  = 8 << 10  // features a normalize tile of 4 warps of fbank_fused does
 	cudaModule    = "edge"
 )
 
@@ -36,11 +35,6 @@ const (
 type launchGeom struct{ warps, steps int }
 
 func (g launchGeom) frames() int { return cudaGroups * g.warps * g.steps }
-
-// cudaUnfused makes new ops run fbank_logmel, fbank_stats and
-// fbank_normalize as three launches instead of fbank_fused; the test binary
-// sets it with -cuda.unfused to check both paths.
-var cudaUnfused bool
 
 // Statistics modes of the kernels (enum Stats in fbank.cu).
 const (
@@ -55,17 +49,14 @@ const (
 // only the per-item error words (8 bytes an item) and uploading the per-item
 // geometry (24 bytes an item). The threads parameter does not apply.
 type cudaOp struct {
-	fe                         *Frontend
-	be                         *cuda.Backend
-	sms                        int
-	logmel, fused, stats, norm *cuda.Kernel
-	// unfused runs logmel, stats and normalize as three launches instead
-	// of fbank_fused (tests and benchmarks compare both).
-	unfused           bool
-	window, twiddle   *cuda.Buffer
-	colTw             *cuda.Buffer // W_H^(n1·k) at [k·8 + n1] (fbank_frame.cuh's Column)
-	bands, weights    *cuda.Buffer
-	melFrag, melTiles *cuda.Buffer // the filterbank for FBANK_MEL_TC builds (cuda_mel.go)
+	fe                  *Frontend
+	be                  *cuda.Backend
+	sms                 int
+	logmel, stats, norm *cuda.Kernel
+	window, twiddle     *cuda.Buffer
+	colTw               *cuda.Buffer // W_H^(n1·k) at [k·8 + n1] (fbank_frame.cuh's Column)
+	bands, weights      *cuda.Buffer
+	melFrag, melTiles   *cuda.Buffer // the filterbank for FBANK_MEL_TC builds (cuda_mel.go)
 
 	// sharedW is the number of filterbank weights fbank_logmel copies to
 	// shared memory with the bands (0: it reads them from global memory).
@@ -104,10 +95,9 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &cudaOp{fe: fe, be: b, sms: b.Multiprocessors(), unfused: cudaUnfused}
+	o := &cudaOp{fe: fe, be: b, sms: b.Multiprocessors()}
 	for name, dst := range map[string]**cuda.Kernel{
-		fmt.Sprintf("fbank_logmel_n%d", cfg.NFFT): &o.logmel, fmt.Sprintf("fbank_fused_n%d", cfg.NFFT): &o.fused,
-		"fbank_stats": &o.stats, "fbank_normalize": &o.norm,
+		fmt.Sprintf("fbank_logmel_n%d", cfg.NFFT): &o.logmel, "fbank_stats": &o.stats, "fbank_normalize": &o.norm,
 	} {
 		if *dst, err = mod.Kernel(name); err != nil {
 			return nil, err
@@ -129,7 +119,7 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 	o.sharedLimit = cudaMaxShared
 	if big := o.shared(launchGeom{8, 1}); big > cudaMaxShared {
 		if lim, err := o.logmel.MaxDynamicShared(); err == nil && big <= lim &&
-			o.logmel.SetMaxDynamicShared(big) == nil && o.fused.SetMaxDynamicShared(big) == nil {
+			o.logmel.SetMaxDynamicShared(big) == nil {
 			o.sharedLimit = big
 		}
 	}
@@ -422,22 +412,6 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	if err != nil {
 		return nil, err
 	}
-	if !o.unfused {
-		// One launch: tickets, per-item finished-tile counts and ready flags.
-		counters, err := alloc(4 * (1 + 2*batch))
-		if err != nil {
-			return nil, err
-		}
-		if err := be.Memset(counters.Ptr(), 0, int64(4*(1+2*batch))); err != nil {
-			return nil, err
-		}
-		ntiles := ceilDiv(c.NumMels*frames, cudaNormSpan*geom.warps/cudaWarps) // a span per 4 warps
-		// Normalize an item about one GPU-full of resident blocks (4 a
-		// SM) after its last logmel tile was handed out.
-		lag := ceilDiv(4*o.sms, groups+ntiles) + 1
-		args = append(args, batch, groups, ntiles, lag, counters, clampRange, o.fixedFloor, stdEpsilon, floors, moments)
-		return bad, o.fused.Launch(cuda.Dim3{X: batch * (groups + ntiles), Y: 1, Z: 1}, block, o.shared(geom), args...)
-	}
 	if err := o.logmel.Launch(cuda.Dim3{X: groups, Y: batch, Z: 1}, block, o.shared(geom), args...); err != nil {
 		return nil, err
 	}
@@ -458,19 +432,19 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	return bad, nil
 }
 
-// geometryFor picks fbank_logmel's block shape: the first of 4 warps x 4,
-// 2 or 1 steps, then 2 and 1 warps x 1 step, that puts at least 4 blocks per
-// SM in the grid (fewer, larger partial reductions for a batch; a single
-// clip still spreads over the whole GPU), else the smallest.
+// geometryFor picks fbank_logmel's block shape: 4 warps, and 4 or 2 steps
+// when that still puts at least 4 blocks per SM in the grid (fewer, larger
+// partial reductions for a batch), else 1 (a single clip spreads over the
+// GPU). Blocks of 1 or 2 warps measured slower for a single clip too
+// (BenchmarkCUDAFbankGeometry, docs/bench/fbank_gpu.md).
 func (o *cudaOp) geometryFor(batch, frames int) launchGeom {
 	if o.fixed.warps > 0 && o.shared(o.fixed) <= o.sharedLimit {
 		return o.fixed
 	}
-	shapes := []launchGeom{{cudaWarps, 4}, {cudaWarps, 2}, {cudaWarps, 1}, {2, 1}, {1, 1}}
-	for _, g := range shapes {
-		if batch*ceilDiv(frames, g.frames()) >= 4*o.sms {
+	for _, steps := range []int{4, 2} {
+		if g := (launchGeom{cudaWarps, steps}); batch*ceilDiv(frames, g.frames()) >= 4*o.sms {
 			return g
 		}
 	}
-	return shapes[len(shapes)-1]
+	return launchGeom{cudaWarps, 1}
 }
