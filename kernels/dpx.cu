@@ -107,18 +107,22 @@ __device__ ArgBest<V> blockArgMax(ArgBest<V> a, V* sv, int* si) {
 // from s-1, c2: from s-2) are the packed backpointers of those states: 2
 // bits per state and frame, bp[(t-1)][plane][ceil(S/32)] uint32. Frame t
 // reads row t-1 from shared memory (double-buffered rows of S+2 values, two
-// sentinels), so one __syncthreads per frame and no global memory access in
-// the frame's critical path:
-// - emissions: each thread copies those of its own states for chunks of K
-//   frames (K = the launch's `chunk`) into shared memory with cp.async, two
-//   chunks ahead (double-buffered [2][K][S] floats), and reads frame t+1's
-//   value while frame t computes. Slots are thread-private, so the copies
-//   need no barrier, only the thread's own wait.
+// sentinels), so one __syncthreads per frame, and nothing in a frame's path
+// touches global memory. Frames 1..T_b-1 run in blocks of F (the launch's
+// `frames`):
+// - emissions: each thread copies those of its own states for a block into
+//   shared memory with cp.async, two blocks ahead (double-buffered [2][F][S]
+//   floats), and reads frame t+1's value while frame t computes. Slots are
+//   thread-private, so the copies need no barrier, only the thread's own
+//   wait at a block's last frame.
 // - backpointers: lane 0 of each warp puts its ballot words into a shared
-//   ring of R frames (R = `ring`; two halves of [R][2][ceil(S/32)] words);
-//   when a half is full the block copies it to bp with coalesced stores in
-//   the next frame (no barrier of its own), and the rest after the loop.
-//   With R = 0, lane 0 stores the words to bp every frame.
+//   ring (two halves of [F][2][ceil(S/32)] words); at the start of a block
+//   the block copies the previous block's half to bp with coalesced stores
+//   (no barrier of its own: the previous frame's barrier covers it).
+// Per frame a warp runs about 25 instructions (float32, one pass): the
+// first version, which loaded the next frame's emissions and window and
+// stored the ballot words to global memory every frame, ran about 100 and
+// was bound by their latency (ncu: 0.5 issued instructions per cycle).
 // int32: the row maxima of frame t-1 are read as 32 per-warp maxima
 // (unused warps hold the floor) with vector loads and a DPX max3 tree.
 //
@@ -132,10 +136,11 @@ __device__ ArgBest<V> blockArgMax(ArgBest<V> a, V* sv, int* si) {
 // does.
 //
 // Shared memory (ctcShared in ops_cuda.go): per-warp maxima 256 B, labels
-// 4*S, the ring 16*R*ceil(S/32), then a region of max(2*(S+2) + 2*K*S,
-// 1024) 4-byte words: the rows and the emission chunks while aligning, the
-// backtrace and sum scratch after. Global scratch: (T_b-1)*ceil(S/32)*8
-// bytes of backpointers per item.
+// 4*S, the ring 16*F*ceil(S/32), then a region of max(2*(S+2) + 2*F*S,
+// 1024) 4-byte words: the rows and the emission blocks while aligning, the
+// backtrace and sum scratch after. Registers: __launch_bounds__(1024), so at
+// most 64 a thread. Global scratch: (T_b-1)*ceil(S/32)*8 bytes of
+// backpointers per item.
 //
 // Numerics: float32: torchaudio's CPU rule (s-2 only if strictly greater
 // than both, else s-1 only if strictly greater than both, else s), value r +
@@ -146,9 +151,6 @@ __device__ ArgBest<V> blockArgMax(ArgBest<V> a, V* sv, int* si) {
 // when both end states are unreachable (status[3b+2] = 1).
 constexpr int kCtcRegion = 1024;  // smallest scratch region, in words
 constexpr int kBtWords = 5;        // backpointer words per plane and frame fetched by the backtrace
-// Diagnostic modes (benchmarks only; 0 in the op): emissions by plain
-// loads instead of cp.async; the forward pass alone (no outputs).
-constexpr int kCtcSyncLoads = 1, kCtcForwardOnly = 2;
 
 // rowMax32 is the maximum of the 32 values at wm (16-byte aligned).
 __device__ __forceinline__ int rowMax32(const int* wm) {
@@ -165,8 +167,8 @@ __device__ __forceinline__ int rowMax32(const int* wm) {
 template <class V, int MP>
 __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
                          const long long* __restrict__ meta, const int* __restrict__ table,
-                         unsigned* __restrict__ bp, long long blank, double star, double scale, int K, int R,
-                         int mode, int* __restrict__ alignment, float* __restrict__ frameScores,
+                         unsigned* __restrict__ bp, long long blank, double star, double scale, int F,
+                         int* __restrict__ alignment, float* __restrict__ frameScores,
                          float* __restrict__ score, long long* __restrict__ status) {
   extern __shared__ __align__(16) unsigned char smem[];
   using L = Lane<V>;
@@ -184,14 +186,14 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
   // Shared memory: per-warp maxima, labels, the ring, then the region.
   int* wmax = (int*)smem;                       // [2][32]
   int* shLab = wmax + 64;                       // [S]
-  unsigned* ring = (unsigned*)(shLab + S);      // [2][R][2W]
-  V* row0 = (V*)(ring + 2 * R * 2 * W);         // [S+2]
+  unsigned* ring = (unsigned*)(shLab + S);      // [2][F][2W]
+  V* row0 = (V*)(ring + 2 * F * 2 * W);         // [S+2]
   V* row1 = row0 + (S + 2);                     // [S+2]
-  float* emb = (float*)(row1 + (S + 2));        // [2][K][S]
+  float* emb = (float*)(row1 + (S + 2));        // [2][F][S]
   unsigned* shBp = (unsigned*)row0;             // [2][32][2][kBtWords], backtrace only
   int* shPath = (int*)(shBp + 2 * 32 * 2 * kBtWords);  // [32], backtrace only
   float* shSum = (float*)row0;                  // frame-score chunks, last
-  const int region = max(2 * (S + 2) + 2 * K * S, kCtcRegion);
+  const int region = max(2 * (S + 2) + 2 * F * S, kCtcRegion);
   const V neg = L::ctcNeg();
 
   for (long long t = Tb + tid; t < T; t += bd) ali[t] = -1, fs[t] = 0.f;
@@ -211,44 +213,43 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
   }
   const float starF = (float)star;
   auto in = [&](int t, int p) { return t >= first[p] && t < end[p]; };
-  // fetch queues the emissions of chunk c (frames 1 + c*K ..) into buffer
-  // c & 1; states outside their window (and the star column) are skipped
+  // Frames 1..Tb-1 go in blocks of F: block g is frames 1 + g*F ...
+  const int G = (Tb - 1 + F - 1) / F;
+  // fetch queues block g's emissions of this thread's states into buffer
+  // g & 1; states outside their window (and the star column) are skipped
   // or written directly.
-  auto fetch = [&](int c) {
-    float* buf = emb + (c & 1) * K * S;
+  auto fetch = [&](int g) {
+    float* buf = emb + (g & 1) * F * S;
 #pragma unroll
     for (int p = 0; p < MP; ++p) {
       const int s = p * bd + tid;
       const int l = s < S ? shLab[s] : 0;  // this thread's own label slot
-      for (int k = 0; k < K; ++k) {
-        const int t = 1 + c * K + k;
+      for (int k = 0, t = 1 + g * F; k < F && t < Tb; ++k, ++t) {
         if (in(t, p)) {
-          if (l >= C)
-            buf[k * S + s] = starF;
-          else if (mode & kCtcSyncLoads)
-            buf[k * S + s] = x[(long long)t * C + l];
-          else
+          if (l < C)
             cpAsync4(buf + k * S + s, x + (long long)t * C + l);
+          else
+            buf[k * S + s] = starF;
         }
       }
     }
     cpAsyncCommit();
   };
-  // emission reads frame t's emissions (chunk slot k of buffer c & 1).
-  auto emission = [&](V* e, int c, int k, int t) {
-    const float* buf = emb + (c & 1) * K * S + k * S;
+  // emission reads frame t's emissions from slot k of buffer buf.
+  auto emission = [&](V* e, const float* buf, int k, int t) {
 #pragma unroll
-    for (int p = 0; p < MP; ++p) e[p] = in(t, p) ? L::load(buf[p * bd + tid], scale) : V(0);
+    for (int p = 0; p < MP; ++p) e[p] = in(t, p) ? L::load(buf[k * S + p * bd + tid], scale) : V(0);
   };
-  // flush copies n rows of ring half h to bp rows r0.. (coalesced).
-  auto flush = [&](int h, int r0, int n) {
-    const unsigned* src = ring + h * R * 2 * W;
-    unsigned* dst = bpi + (long long)r0 * 2 * W;
-    for (int i = tid; i < n * 2 * W; i += bd) dst[i] = src[i];
+  // flush copies block g's ring half to its bp rows (coalesced).
+  auto flush = [&](int g) {
+    const unsigned* src = ring + (g & 1) * F * 2 * W;
+    unsigned* dst = bpi + (long long)g * F * 2 * W;
+    const int n = min(F, Tb - 1 - g * F) * 2 * W;
+    for (int i = tid; i < n; i += bd) dst[i] = src[i];
   };
 
-  if (Tb > 1) fetch(0);
-  if (Tb > 1 + K) fetch(1);
+  if (G > 0) fetch(0);
+  if (G > 1) fetch(1);
   for (int i = tid; i < 2 * (S + 2); i += bd) row0[i] = neg;
   if (tid < 64) wmax[tid] = kCtcNeg;
   __syncthreads();
@@ -270,92 +271,79 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
     }
   }
   V ecur[MP];
-  if (Tb > 1) {
-    if (Tb > 1 + K)
+  if (G > 0) {
+    if (G > 1)
       cpAsyncWait<1>();
     else
       cpAsyncWait<0>();
-    emission(ecur, 0, 0, 1);
+    emission(ecur, emb, 0, 1);
   }
   __syncthreads();
 
-  // Lane 0 of each warp writes the warp's two ballot words of pass p at
-  // word (p*blockDim)/32 + warp of row t-1: ring slot j of half h, or bp
-  // itself (bpt).
-  unsigned* bpt = bpi;
-  int h = 0, j = 0;
-  for (int t = 1, c = 0, k = 0; t < Tb; ++t, bpt += 2 * W) {
-    const V* prev = (t & 1) ? row0 : row1;
-    V* cur = (t & 1) ? row1 : row0;
-    if (R > 0 && j == 0 && t > 1) flush(h ^ 1, t - 1 - R, R);
-    // Frame t+1's emissions (independent of the recurrence): at a chunk's
-    // end, its buffer is refilled two chunks ahead and the next chunk
-    // awaited.
-    V enext[MP];
-    if (t + 1 < Tb) {
-      if (++k == K) {
-        k = 0;
-        ++c;
-        if (1 + (c + 1) * K < Tb) {
-          fetch(c + 1);
+  for (int g = 0; g < G; ++g) {
+    if (g > 0) flush(g - 1);  // its last frame ended on a barrier
+    const int t0 = 1 + g * F, n = min(F, Tb - t0);
+    const float* eb = emb + (g & 1) * F * S;
+    unsigned* slot = ring + (g & 1) * F * 2 * W;
+    for (int k = 0; k < n; ++k, slot += 2 * W) {
+      const int t = t0 + k;
+      const V* prev = (t & 1) ? row0 : row1;
+      V* cur = (t & 1) ? row1 : row0;
+      // Frame t+1's emissions, independent of the recurrence: from this
+      // block's buffer, or at its last frame from the next block's (this
+      // one's buffer is then refilled two blocks ahead).
+      V enext[MP];
+      if (k + 1 < n) {
+        emission(enext, eb, k + 1, t + 1);
+      } else if (t + 1 < Tb) {
+        if (g + 2 < G) {
+          fetch(g + 2);
           cpAsyncWait<1>();
         } else {
           cpAsyncWait<0>();
         }
+        emission(enext, emb + ((g + 1) & 1) * F * S, 0, t + 1);
       }
-      emission(enext, c, k, t + 1);
-    }
-    int m = 0;
-    if constexpr (L::kInt) m = rowMax32(wmax + ((t - 1) & 1) * 32);
-    int wm = kCtcNeg;
-    unsigned* slot = ring + (h * R + j) * 2 * W;
+      int m = 0;
+      if constexpr (L::kInt) m = rowMax32(wmax + ((t - 1) & 1) * 32);
+      int wm = kCtcNeg;
 #pragma unroll
-    for (int p = 0; p < MP; ++p) {      const int s = p * bd + tid;
-      V v = neg;
-      bool c1 = false, c2 = false;
-      if (in(t, p)) {
-        const V x0 = prev[s + 2], x1 = prev[s + 1], x2p = prev[s];
-        V x2;
-        if constexpr (L::kInt)
-          x2 = (skip >> p) & 1 ? x2p : neg;
-        else
-          x2 = x2p + ((skip >> p) & 1 ? 0.f : -INFINITY);
-        c2 = x2 > x1 && x2 > x0;
-        c1 = x1 > x0 && x1 > x2;
-        const V r = c2 ? x2 : (c1 ? x1 : x0);
-        if constexpr (L::kInt)
-          v = r == neg ? neg : addmax(r - m, ecur[p], kCtcFloor);
-        else
-          v = r + ecur[p];
+      for (int p = 0; p < MP; ++p) {
+        const int s = p * bd + tid;
+        V v = neg;
+        bool c1 = false, c2 = false;
+        if (in(t, p)) {
+          const V x0 = prev[s + 2], x1 = prev[s + 1], x2p = prev[s];
+          V x2;
+          if constexpr (L::kInt)
+            x2 = (skip >> p) & 1 ? x2p : neg;
+          else
+            x2 = x2p + ((skip >> p) & 1 ? 0.f : -INFINITY);
+          c2 = x2 > x1 && x2 > x0;
+          c1 = x1 > x0 && x1 > x2;
+          const V r = c2 ? x2 : (c1 ? x1 : x0);
+          if constexpr (L::kInt)
+            v = r == neg ? neg : addmax(r - m, ecur[p], kCtcFloor);
+          else
+            v = r + ecur[p];
+        }
+        if (s < S) cur[s + 2] = v;
+        const unsigned b1 = __ballot_sync(kFull, c1), b2 = __ballot_sync(kFull, c2);
+        const int wi = (p * bd >> 5) + warp;
+        if (lane == 0 && wi < W) slot[wi] = b1, slot[W + wi] = b2;
+        if constexpr (L::kInt) wm = max(wm, (int)v);
       }
-      if (s < S) cur[s + 2] = v;
-      const unsigned b1 = __ballot_sync(kFull, c1), b2 = __ballot_sync(kFull, c2);
-      const int wi = (p * bd >> 5) + warp;
-      if (lane == 0 && wi < W) {
-        if (R > 0)
-          slot[wi] = b1, slot[W + wi] = b2;
-        else
-          bpt[wi] = b1, bpt[W + wi] = b2;
+      if constexpr (L::kInt) {
+        wm = warpMax(wm);
+        if (lane == 0) wmax[(t & 1) * 32 + warp] = wm;
       }
-      if constexpr (L::kInt) wm = max(wm, (int)v);
-    }
-    if constexpr (L::kInt) {
-      wm = warpMax(wm);
-      if (lane == 0) wmax[(t & 1) * 32 + warp] = wm;
-    }
 #pragma unroll
-    for (int p = 0; p < MP; ++p) ecur[p] = enext[p];
-    if (++j == R) j = 0, h ^= 1;
-    __syncthreads();
+      for (int p = 0; p < MP; ++p) ecur[p] = enext[p];
+      __syncthreads();
+    }
   }
-  if (R > 0 && Tb > 1) {  // the rows still in the ring (the loop ended on a barrier)
-    if (j == 0)
-      flush(h ^ 1, Tb - 1 - R, R);
-    else
-      flush(h, Tb - 1 - j, j);
-  }
+  if (G > 0) flush(G - 1);
 
-  if (mode & kCtcForwardOnly) return;
   // Final state (every warp reads it before the scratch overlays the rows).
   const V* fin = ((Tb - 1) & 1) ? row1 : row0;
   int s = 0;
@@ -764,54 +752,53 @@ extern "C" __global__ void dpx_quantize(const float* __restrict__ x, long long n
 
 // dpx_ctc_align_{f32,i32}_p{1,2,4,6,8}: ctcAlign with MP = 1, 2, 4, 6, 8 state
 // passes per thread (the launcher picks the smallest that covers S with
-// blockDim <= 1024); chunk is K, the frames per emission chunk, ring R, the
-// frames of backpointers staged in shared memory (0: none), and mode the
-// diagnostic bits (0).
+// blockDim <= 1024); frames is F, the frames per block of staged emissions
+// and backpointers.
 #define DPX_CTC_ARGS                                                                                     \
   const float *lp, long long T, long long C, const long long *meta, const int *table, unsigned *bp,     \
-      long long blank, double star, double scale, long long chunk, long long ring, long long mode,     \
-      int *alignment, float *frameScores, float *score, long long *status
+      long long blank, double star, double scale, long long frames, int *alignment, float *frameScores, \
+      float *score, long long *status
 // (Written out, not macro-generated: ptxas 11.8 crashes on the line info of
 // kernels expanded from one macro line.)
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p1(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<float, 1>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,
-                         alignment, frameScores, score, status);
+  dpxk::ctcAlign<float, 1>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores,
+                         score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p2(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<float, 2>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,
-                         alignment, frameScores, score, status);
+  dpxk::ctcAlign<float, 2>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores,
+                         score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p4(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<float, 4>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,
-                         alignment, frameScores, score, status);
+  dpxk::ctcAlign<float, 4>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores,
+                         score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p6(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<float, 6>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,
-                         alignment, frameScores, score, status);
+  dpxk::ctcAlign<float, 6>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores,
+                         score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p8(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<float, 8>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,
-                         alignment, frameScores, score, status);
+  dpxk::ctcAlign<float, 8>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores,
+                         score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p1(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<int, 1>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,
-                         alignment, frameScores, score, status);
+  dpxk::ctcAlign<int, 1>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores,
+                         score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p2(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<int, 2>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,
-                         alignment, frameScores, score, status);
+  dpxk::ctcAlign<int, 2>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores,
+                         score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p4(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<int, 4>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,
-                         alignment, frameScores, score, status);
+  dpxk::ctcAlign<int, 4>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores,
+                         score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p6(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<int, 6>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,
-                       alignment, frameScores, score, status);
+  dpxk::ctcAlign<int, 6>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores,
+                       score, status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p8(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<int, 8>(lp, T, C, meta, table, bp, blank, star, scale, (int)chunk, (int)ring, (int)mode,
-                         alignment, frameScores, score, status);
+  dpxk::ctcAlign<int, 8>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores,
+                         score, status);
 }
 
 extern "C" __global__ void __launch_bounds__(1024)

@@ -151,8 +151,8 @@ int main(int argc, char** argv) {
   const bool i32 = std::string(argv[2]) == "i32";
   dir = argv[3];
   std::vector<double> a = readv<double>("args.f64");
-  if (op == "ctc") {  // args: B T C blank star scale bd chunk ring
-    const long long B = a[0], T = a[1], C = a[2], blank = a[3], bd = a[6], chunk = a[7], ring = a[8];
+  if (op == "ctc") {  // args: B T C blank star scale bd frames
+    const long long B = a[0], T = a[1], C = a[2], blank = a[3], bd = a[6], frames = a[7];
     const double star = a[4], scale = a[5];
     auto lp = readv<float>("lp.f32");
     auto meta = readv<long long>("meta.i64");
@@ -179,8 +179,8 @@ int main(int argc, char** argv) {
     const Kernel k = (i32 ? i32k : f32)[pi];
     std::memset(dpxk::smem, 0xA5, sizeof dpxk::smem);  // stale shared memory
     launch(B, 1, bd, [&] {
-      k(lp.data(), T, C, meta.data(), table.data(), bp.data(), blank, star, scale, chunk, ring, 0, ali.data(),
-        fs.data(), score.data(), status.data());
+      k(lp.data(), T, C, meta.data(), table.data(), bp.data(), blank, star, scale, frames, ali.data(), fs.data(),
+        score.data(), status.data());
     });
     writev("alignment.i32", ali);
     writev("frame_scores.f32", fs);

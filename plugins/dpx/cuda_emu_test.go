@@ -86,25 +86,23 @@ func requireF32Bits(t *testing.T, want, got []float32, name string) {
 }
 
 func TestKernelReplayCTC(t *testing.T) {
-	// chunk: frames per emission chunk (the kernel's K): 1, a chunk that
-	// does not divide T-1, and one longer than some items. ring: frames of
-	// backpointers staged in shared memory (0: stored every frame), with
-	// items that end on a ring half's boundary and inside one.
+	// frames: the kernel's block of staged emissions and backpointers (F):
+	// 1, blocks that do not divide T-1, that do (129 = 1 + 8*16, 91 = 1 +
+	// 6*15), and blocks longer than some items.
 	cases := []struct {
-		name               string
-		C, bd, chunk, ring int
-		Ts, Ls             []int
-		blank              int
-		star               bool
+		name          string
+		C, bd, frames int
+		Ts, Ls        []int
+		blank         int
+		star          bool
 	}{
-		{"ragged", 12, 32, 16, 32, []int{60, 17, 1, 40, 2}, []int{20, 8, 0, 19, 1}, 0, false},
-		{"ragged_direct", 12, 32, 4, 0, []int{60, 17, 1, 40, 2}, []int{20, 8, 0, 19, 1}, 0, false},
-		{"multipass", 9, 32, 5, 8, []int{150, 129}, []int{100, 64}, 0, false},
-		{"two_pass", 9, 64, 7, 3, []int{150, 130}, []int{50, 64}, 0, false},
-		{"six_pass", 9, 32, 4, 6, []int{120, 90}, []int{85, 40}, 0, false},
-		{"one_pass", 9, 128, 6, 1, []int{90, 70}, []int{50, 30}, 0, false},
-		{"tight", 7, 64, 1, 32, []int{45}, []int{40}, 0, false},
-		{"star_blank_last", 10, 32, 3, 5, []int{70, 50}, []int{25, 12}, 9, true},
+		{"ragged", 12, 32, 16, []int{60, 17, 1, 40, 2}, []int{20, 8, 0, 19, 1}, 0, false},
+		{"multipass", 9, 32, 8, []int{150, 129}, []int{100, 64}, 0, false},
+		{"two_pass", 9, 64, 7, []int{150, 130}, []int{50, 64}, 0, false},
+		{"six_pass", 9, 32, 6, []int{120, 91}, []int{85, 40}, 0, false},
+		{"one_pass", 9, 128, 5, []int{90, 70}, []int{50, 30}, 0, false},
+		{"tight", 7, 64, 1, []int{45}, []int{40}, 0, false},
+		{"star_blank_last", 10, 32, 3, []int{70, 50}, []int{25, 12}, 9, true},
 	}
 	for i, c := range cases {
 		for _, pr := range precisions {
@@ -151,7 +149,7 @@ func TestKernelReplayCTC(t *testing.T) {
 				require.NoError(t, err)
 				tabs := newCTCTables(pool, targets, lengths)
 				dir := t.TempDir()
-				writeBin(t, dir, "args.f64", []float64{float64(B), float64(T), float64(C), float64(c.blank), float64(float32(-0.7)), DefaultScale, float64(c.bd), float64(c.chunk), float64(c.ring)})
+				writeBin(t, dir, "args.f64", []float64{float64(B), float64(T), float64(C), float64(c.blank), float64(float32(-0.7)), DefaultScale, float64(c.bd), float64(c.frames)})
 				writeBin(t, dir, "lp.f32", in["log_probs"].F32())
 				writeBin(t, dir, "meta.i64", tabs.meta)
 				writeBin(t, dir, "table.i32", tabs.table)
@@ -183,7 +181,7 @@ func TestKernelReplayCTCGolden(t *testing.T) {
 				tabs := newCTCTables(pool, [][]int{toInts(tg.I64())}, []int{T})
 				bd := max(32, (tabs.maxS/8+32)/32*32)
 				dir := t.TempDir()
-				writeBin(t, dir, "args.f64", []float64{1, float64(T), float64(C), float64(c.Blank), float64(c.StarLogProb), DefaultScale, float64(bd), 4, 16})
+				writeBin(t, dir, "args.f64", []float64{1, float64(T), float64(C), float64(c.Blank), float64(c.StarLogProb), DefaultScale, float64(bd), 4})
 				writeBin(t, dir, "lp.f32", lp.F32())
 				writeBin(t, dir, "meta.i64", tabs.meta)
 				writeBin(t, dir, "table.i32", tabs.table)

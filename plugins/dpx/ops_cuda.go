@@ -210,10 +210,8 @@ type alignCUDA struct {
 var ctcPasses = [...]int{1, 2, 4, 6, 8}
 
 // Test hooks (benchmarks of the launch shape): the least state passes per
-// thread, the emission chunk in frames and the backpointer ring in frames
-// (0 stores every frame); < 0 chooses (0 for the passes). ctcMode is the
-// kernel's diagnostic mode (kCtcSyncLoads, kCtcForwardOnly; 0 in use).
-var ctcMinPass, ctcChunk, ctcRing, ctcMode = 0, -1, -1, 0
+// thread and the frames per block (< 1 chooses).
+var ctcMinPass, ctcFrames = 0, 0
 
 func newAlignCUDA(p rt.Params, b *cuda.Backend) (rt.Op, error) {
 	pr, scale, err := precisionOf(p)
@@ -271,36 +269,34 @@ func optInShared(ks ...*cuda.Kernel) (int, error) {
 }
 
 const (
-	ctcMaxChunk  = 16   // emission chunk, frames (kernel: K)
-	ctcMaxRing   = 32   // backpointer ring, frames (kernel: R)
+	ctcMaxFrames = 16   // frames per block of staged emissions and backpointers (kernel: F)
 	ctcMinRegion = 1024 // kCtcRegion in dpx.cu, words
 )
 
 // ctcShared is the kernel's dynamic shared memory for a largest trellis of
-// S states, emission chunks of K frames and a backpointer ring of R
-// frames: 64 per-warp maxima, S labels, the ring (two halves of R frames of
-// 2*ceil(S/32) words), then a region of max(2(S+2) + 2KS, 1024) words (the
-// two rows and the double-buffered chunks).
-func ctcShared(S, K, R int) int {
-	return 256 + 4*S + 16*R*((S+31)/32) + 4*max(2*(S+2)+2*K*S, ctcMinRegion)
+// S states and blocks of F frames: 64 per-warp maxima, S labels, the
+// backpointer ring (two halves of F frames of 2*ceil(S/32) words), then a
+// region of max(2(S+2) + 2FS, 1024) words (the two rows and the
+// double-buffered emissions).
+func ctcShared(S, F int) int {
+	return 256 + 4*S + 16*F*((S+31)/32) + 4*max(2*(S+2)+2*F*S, ctcMinRegion)
 }
 
 // ctcMaxStates is the largest trellis (2L+1 states) the kernels hold in
-// shared memory of the given size (one-frame chunks, no ring) and in 1024
-// threads of at most 8 states.
+// shared memory of the given size (one-frame blocks) and in 1024 threads
+// of at most 8 states.
 func ctcMaxStates(shared int) int {
-	S := min(cudaMaxBlock*cudaMaxPass-1, (shared-256-16)/20)
-	for S > 1 && ctcShared(S, 1, 0) > shared {
+	S := min(cudaMaxBlock*cudaMaxPass-1, (shared-272)/20) // ctcShared(S, 1) >= 272 + 20S
+	for S > 1 && ctcShared(S, 1) > shared {
 		S--
 	}
 	return S
 }
 
 // ctcLaunch is the launch shape for a largest trellis of S states: state
-// passes per thread (a kernel's MP), block size, emission chunk and ring.
-// The ring gets at most a quarter of the shared memory (halved from 32
-// frames), the chunk what is left (up to 16 frames).
-func (o *alignCUDA) ctcLaunch(S int) (passes, block, chunk, ring int) {
+// passes per thread (a kernel's MP), block size, and frames per block (up
+// to 16, as many as fit).
+func (o *alignCUDA) ctcLaunch(S int) (passes, block, frames int) {
 	need := max((S+cudaMaxBlock-1)/cudaMaxBlock, ctcMinPass)
 	pi := 0
 	for pi < len(ctcPasses)-1 && ctcPasses[pi] < need {
@@ -308,24 +304,14 @@ func (o *alignCUDA) ctcLaunch(S int) (passes, block, chunk, ring int) {
 	}
 	passes = ctcPasses[pi]
 	block = max(32, ((S+passes-1)/passes+31)/32*32)
-	ring = ctcMaxRing
-	for ring > 0 && (ctcShared(S, 1, ring)-ctcShared(S, 1, 0) > o.shared/4 || ctcShared(S, 1, ring) > o.shared) {
-		ring /= 2
+	frames = ctcMaxFrames
+	if ctcFrames > 0 {
+		frames = ctcFrames
 	}
-	if ctcRing >= 0 {
-		ring = ctcRing
+	for frames > 1 && ctcShared(S, frames) > o.shared {
+		frames--
 	}
-	chunk = ctcMaxChunk
-	if ctcChunk > 0 {
-		chunk = ctcChunk
-	}
-	for chunk > 1 && ctcShared(S, chunk, ring) > o.shared {
-		chunk--
-	}
-	for ring > 0 && ctcShared(S, chunk, ring) > o.shared {
-		ring /= 2
-	}
-	return passes, block, chunk, ring
+	return passes, block, frames
 }
 
 // targetsOf validates item b's targets as the CPU Aligner does (trailing -1
@@ -501,7 +487,7 @@ func (o *alignCUDA) launch(sc *scratch, c *ctcCall, ali, fs, score *rt.Tensor) (
 			return nil, err
 		}
 	}
-	passes, block, chunk, ring := o.ctcLaunch(c.tabs.maxS)
+	passes, block, frames := o.ctcLaunch(c.tabs.maxS)
 	pi := 0
 	for ctcPasses[pi] != passes {
 		pi++
@@ -510,9 +496,9 @@ func (o *alignCUDA) launch(sc *scratch, c *ctcCall, ali, fs, score *rt.Tensor) (
 	if o.opt.Precision == Int32 {
 		k = o.k[1][pi]
 	}
-	return status, k.Launch(dim(c.B), dim(block), ctcShared(c.tabs.maxS, chunk, ring),
-		c.lp, c.T, c.C, tabs[0], tabs[2], bp, o.opt.Blank, float64(o.opt.StarLogProb), scale, chunk, ring,
-		ctcMode, ptrs[0], ptrs[1], ptrs[2], status)
+	return status, k.Launch(dim(c.B), dim(block), ctcShared(c.tabs.maxS, frames),
+		c.lp, c.T, c.C, tabs[0], tabs[2], bp, o.opt.Blank, float64(o.opt.StarLogProb), scale, frames,
+		ptrs[0], ptrs[1], ptrs[2], status)
 }
 
 // ---------------------------------------------------------------------------

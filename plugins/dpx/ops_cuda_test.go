@@ -169,14 +169,13 @@ func newAlignOpCUDA(tb testing.TB, params map[string]any) *alignCUDA {
 func TestCUDAAlignLaunch(t *testing.T) {
 	o := newAlignOpCUDA(t, nil)
 	for _, S := range []int{1, 3, 601, 1025, 2049, 6001, ctcMaxStates(o.shared)} {
-		passes, block, chunk, ring := o.ctcLaunch(S)
+		passes, block, frames := o.ctcLaunch(S)
 		require.LessOrEqual(t, block, cudaMaxBlock, "S=%d", S)
 		require.GreaterOrEqual(t, passes*block, S, "S=%d", S)
-		require.Positive(t, chunk, "S=%d", S)
-		require.GreaterOrEqual(t, ring, 0, "S=%d", S)
-		require.LessOrEqual(t, ctcShared(S, chunk, ring), o.shared, "S=%d", S)
-		if S <= 2049 {
-			require.Equal(t, ctcMaxRing, ring, "S=%d: a full ring", S)
+		require.Positive(t, frames, "S=%d", S)
+		require.LessOrEqual(t, ctcShared(S, frames), o.shared, "S=%d", S)
+		if S <= 1025 {
+			require.Equal(t, ctcMaxFrames, frames, "S=%d: full blocks", S)
 		}
 	}
 	require.GreaterOrEqual(t, ctcMaxStates(o.shared), 8191, "Hopper's 227 KiB hold 8191 states")
@@ -439,26 +438,22 @@ func alignDeviceTime(tb testing.TB, params map[string]any, in rt.Tensors, reps i
 }
 
 // BenchmarkCUDAAlignShape sweeps the CTC launch shape (state passes per
-// thread, emission chunk and backpointer ring in frames; -1 = the
-// launcher's choice, ring 0 = a store every frame) and the kernel's
-// diagnostic modes (1: plain emission loads, 2: forward pass only, 3: both)
-// and reports the Run wall time (ns/op) and the launch's device time
-// (dev-ns/op).
+// thread, frames per block of staged emissions and backpointers; 0 = the
+// launcher's choice) and reports the Run wall time (ns/op), the launch's
+// device time (dev-ns/op) and the plan's host time (plan-ns/op).
 func BenchmarkCUDAAlignShape(b *testing.B) {
 	be := cudaBackend(b)
 	r := rand.New(rand.NewPCG(8, 9))
-	defer func(p, c, g, m int) { ctcMinPass, ctcChunk, ctcRing, ctcMode = p, c, g, m }(ctcMinPass, ctcChunk, ctcRing, ctcMode)
-	type shape struct{ pass, chunk, ring, mode int }
+	defer func(p, f int) { ctcMinPass, ctcFrames = p, f }(ctcMinPass, ctcFrames)
+	type shape struct{ pass, frames int }
 	for _, sh := range []struct {
 		B, T, L int
 		shapes  []shape
 	}{
-		{1, 1500, 300, []shape{{0, -1, -1, 0}, {0, -1, 0, 0}, {0, -1, 8, 0}, {0, 4, -1, 0}, {0, 1, -1, 0},
-			{2, -1, -1, 0}, {2, -1, 0, 0}, {4, -1, -1, 0},
-			{0, -1, -1, 1}, {0, -1, 0, 1}, {0, -1, -1, 2}, {0, -1, 0, 2}, {0, -1, -1, 3}, {0, -1, 0, 3}, {2, -1, -1, 2}}},
-		{1, 3000, 300, []shape{{0, -1, -1, 0}, {2, -1, -1, 0}, {0, -1, -1, 2}}},
-		{64, 1500, 300, []shape{{0, -1, -1, 0}, {0, -1, 0, 0}, {2, -1, -1, 0}, {0, -1, -1, 1}, {0, -1, -1, 2}}},
-		{1, 15000, 3000, []shape{{0, -1, -1, 0}, {8, -1, -1, 0}, {0, -1, 0, 0}, {0, -1, -1, 2}}},
+		{1, 1500, 300, []shape{{0, 0}, {0, 8}, {0, 4}, {0, 1}, {2, 0}, {4, 0}}},
+		{1, 3000, 300, []shape{{0, 0}, {2, 0}}},
+		{64, 1500, 300, []shape{{0, 0}, {2, 0}}},
+		{1, 15000, 3000, []shape{{0, 0}, {8, 0}}},
 	} {
 		Ts, Ls := make([]int, sh.B), make([]int, sh.B)
 		for i := range sh.B {
@@ -474,8 +469,8 @@ func BenchmarkCUDAAlignShape(b *testing.B) {
 		}
 		for _, c := range sh.shapes {
 			for _, pr := range precisions {
-				ctcMinPass, ctcChunk, ctcRing, ctcMode = c.pass, c.chunk, c.ring, c.mode
-				name := fmt.Sprintf("B=%d,T=%d,L=%d/pass=%d,chunk=%d,ring=%d,mode=%d/%s", sh.B, sh.T, sh.L, c.pass, c.chunk, c.ring, c.mode, pr)
+				ctcMinPass, ctcFrames = c.pass, c.frames
+				name := fmt.Sprintf("B=%d,T=%d,L=%d/pass=%d,frames=%d/%s", sh.B, sh.T, sh.L, c.pass, c.frames, pr)
 				b.Run(name, func(b *testing.B) {
 					inst, err := rt.New("ctc_align", map[string]any{"precision": pr}, be)
 					require.NoError(b, err)
