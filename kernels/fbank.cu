@@ -152,7 +152,8 @@ __device__ float mel_tc(const float* P, int pitchP, int rows, int valid, int H, 
 // N 400, 264 for 512); for kStatsMoments 2·M doubles (the block's Σy, Σy²);
 // R·(M+1)·4 bytes of staged log-mel rows (row pitch M+1 so that the mel_time
 // transpose reads are conflict-free); when shared_w > 0, the filterbank:
-// bands (3·M ints) and its shared_w weights, copied once per block.
+// bands (2·M ints) and its shared_w weights (w[j·M + m], fbank_frame.cuh's
+// Band), copied once per block.
 // Registers: the __launch_bounds__ of 256 threads and FBANK_MIN_BLOCKS blocks
 // per SM (ptxas.log).
 //

@@ -395,10 +395,13 @@ struct Pairs {
   }
 };
 
-// Band is one mel filter's non-zero span: weights w[off .. off+len) for the
-// bins start .. start+len.
+// Band is one mel filter's non-zero span: the bins start .. start+len. The
+// weights are laid out by position in the band, w[j·n_mels + m] for filter
+// m's j-th bin (0 past len), so that the lanes of a warp, one filter each,
+// read consecutive words (no bank conflicts; filters' spans of ~10 words
+// made w[off_m + j] 4-way conflicted).
 struct Band {
-  int start, len, off;
+  int start, len;
 };
 
 EDGE_HD float log2_approx(float x) {
@@ -420,7 +423,7 @@ struct LogMel {
 };
 
 // mel4 writes, for the filters m ≡ lane mod 32 and the first `frames` (<= 4)
-// of the warp's power rows P + g·pitchP, mel = Σ_j w[off+j]·P_g[start+j]
+// of the warp's power rows P + g·pitchP, mel = Σ_j w[j·n_mels+m]·P_g[start+j]
 // and out[g·pitchOut + m] = fmaf(y, a, c) with y = lg.log(mel) (LogMel);
 // returns the lane's maximum y.
 EDGE_HD float mel4(const float* P, int pitchP, int frames, const Band* bands, const float* w, int n_mels,
@@ -430,7 +433,7 @@ EDGE_HD float mel4(const float* P, int pitchP, int frames, const Band* bands, co
     Band b = bands[m];
     float acc[kGroups] = {0.f, 0.f, 0.f, 0.f};
     for (int j = 0; j < b.len; j++) {
-      float wt = w[b.off + j];
+      float wt = w[j * n_mels + m];
       const float* q = P + b.start + j;
 #pragma unroll
       for (int g = 0; g < kGroups; g++) acc[g] = fmaf(wt, q[g * pitchP], acc[g]);

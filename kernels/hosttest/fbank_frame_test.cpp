@@ -67,11 +67,11 @@ static int check(std::mt19937& rng, bool reflect, double preemph, int win, long 
   // Mel: a random sparse band bank over the H+1 bins.
   const int M = 40, pitchOut = M + 3;
   std::vector<Band> bands(M);
-  std::vector<float> w;
+  std::vector<float> w(12 * M, 0.f);  // w[j·M + m], bands of at most 12 bins
   std::uniform_int_distribution<int> st(0, H - 12), ln(1, 12);
   for (int m = 0; m < M; m++) {
-    bands[m] = Band{st(rng), ln(rng), (int)w.size()};
-    for (int j = 0; j < bands[m].len; j++) w.push_back(0.01f + 0.001f * j);
+    bands[m] = Band{st(rng), ln(rng)};
+    for (int j = 0; j < bands[m].len; j++) w[j * M + m] = 0.01f + 0.001f * j + 0.0001f * m;
   }
   std::vector<float> mel(kGroups * pitchOut, NAN);
   float mx = -INFINITY;
@@ -103,7 +103,7 @@ static int check(std::mt19937& rng, bool reflect, double preemph, int win, long 
     for (int k = 0; k <= H; k++) worst = std::fmax(worst, std::fabs(P[g * pitchP + k] - ref[k]) / peak);
     for (int m = 0; m < M; m++) {
       double acc = 0;
-      for (int j = 0; j < bands[m].len; j++) acc += (double)w[bands[m].off + j] * ref[bands[m].start + j];
+      for (int j = 0; j < bands[m].len; j++) acc += (double)w[j * M + m] * ref[bands[m].start + j];
       double y = std::log(std::fmax(acc + guard, (double)fl));
       refMax = std::fmax(refMax, y);
       double got = whisper ? (mel[g * pitchOut + m] - 1.0) * 4 : mel[g * pitchOut + m];

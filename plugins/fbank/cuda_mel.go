@@ -2,12 +2,32 @@ package fbank
 
 import "math"
 
+// Device layouts of the mel filterbank for kernels/fbank.cu, kept out of the
+// cuda build tag so that the CPU tests check them.
+
+// melWeights lays out the filterbank weights for fbank_frame.cuh's mel4:
+// w[j·nMels + m] is filter m's weight for bin start[m] + j, zero past its
+// band; pitch is the longest band (at least 1).
+func melWeights(bk *melBank) (w []float32, pitch int) {
+	pitch = 1
+	for m := range bk.nMels {
+		pitch = max(pitch, bk.off[m+1]-bk.off[m])
+	}
+	w = make([]float32, pitch*bk.nMels)
+	for m := range bk.nMels {
+		for j, v := range bk.w[bk.off[m]:bk.off[m+1]] {
+			w[j*bk.nMels+m] = float32(v)
+		}
+	}
+	return w, pitch
+}
+
 // Tensor-core layout of the mel filterbank for kernels/fbank.cu built with
 // FBANK_MEL_TC=1: the mel projection as mma.sync m16n8k8 TF32 products
 // (16 frames x 8 filters per tile, 8 bins per k-step) in 3xTF32 (hi·hi +
 // hi·lo + lo·hi, about float32 accuracy). Only the k-steps a tile's bands
 // touch are stored (block-sparse), so a Slaney bank costs ~1/8 of the dense
-// product. Kept out of the cuda build tag so that the CPU tests check it.
+// product.
 
 // tf32 rounds v to TF32 (10 mantissa bits) to nearest, ties away from zero,
 // as cvt.rna.tf32.f32 does.

@@ -88,3 +88,33 @@ func TestMelTiles(t *testing.T) {
 		})
 	}
 }
+
+// TestMelWeights: the band-position layout of mel4 holds every weight of the
+// sparse bank once, at [j·nMels + m], and zeros elsewhere.
+func TestMelWeights(t *testing.T) {
+	for _, preset := range []string{"whisper-128", "whisper-80", "parakeet-128", "nemo-legacy-128"} {
+		t.Run(preset, func(t *testing.T) {
+			cfg, err := Preset(preset)
+			require.NoError(t, err)
+			fe, err := NewFrontend(cfg)
+			require.NoError(t, err)
+			bank := &fe.bank
+			w, pitch := melWeights(bank)
+			require.Len(t, w, pitch*bank.nMels)
+			nonzero := 0
+			for m := range bank.nMels {
+				n := bank.off[m+1] - bank.off[m]
+				assert.LessOrEqual(t, n, pitch)
+				for j := range pitch {
+					want := float32(0)
+					if j < n {
+						want = float32(bank.w[bank.off[m]+j])
+					}
+					assert.Equal(t, want, w[j*bank.nMels+m], "filter %d position %d", m, j)
+				}
+				nonzero += n
+			}
+			assert.Equal(t, len(bank.w), nonzero)
+		})
+	}
+}

@@ -112,16 +112,19 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 	case PerFeature:
 		o.statsMode = statsMoments
 	}
-	o.sharedW = max(len(fe.bank.w), 1)
-	if o.shared(launchGeom{cudaWarps, 1}) > cudaMaxShared {
-		o.sharedW = 0
-	}
+	// Shared memory: opt in above 48 KiB as far as the largest block shape
+	// needs and the device allows; the filterbank weights stay in global
+	// memory when the default shape would not fit with them.
+	_, pitch := melWeights(&fe.bank)
+	o.sharedW = pitch * cfg.NumMels
 	o.sharedLimit = cudaMaxShared
-	if big := o.shared(launchGeom{8, 1}); big > cudaMaxShared {
-		if lim, err := o.logmel.MaxDynamicShared(); err == nil && big <= lim &&
-			o.logmel.SetMaxDynamicShared(big) == nil {
-			o.sharedLimit = big
+	if lim, err := o.logmel.MaxDynamicShared(); err == nil {
+		if want := min(lim, o.shared(launchGeom{8, 1})); want > cudaMaxShared && o.logmel.SetMaxDynamicShared(want) == nil {
+			o.sharedLimit = want
 		}
+	}
+	if o.shared(launchGeom{cudaWarps, 1}) > o.sharedLimit {
+		o.sharedW = 0
 	}
 	if err := o.uploadTables(); err != nil {
 		_ = o.Close()
@@ -159,7 +162,7 @@ func cudaShared(nFFT, nMels, warps int, moments bool) int {
 func (o *cudaOp) shared(g launchGeom) int {
 	s := cudaShared(o.fe.cfg.NFFT, o.fe.cfg.NumMels, g.warps, o.statsMode == statsMoments)
 	if o.sharedW > 0 {
-		s += (3*o.fe.cfg.NumMels + o.sharedW) * 4
+		s += (2*o.fe.cfg.NumMels + o.sharedW) * 4
 	}
 	return s
 }
@@ -184,14 +187,11 @@ func (o *cudaOp) uploadTables() error {
 		tw[2*k], tw[2*k+1] = float32(c), float32(s)
 	}
 	bk := &fe.bank
-	bands := make([]int32, 3*bk.nMels)
+	bands := make([]int32, 2*bk.nMels)
 	for m := range bk.nMels {
-		bands[3*m], bands[3*m+1], bands[3*m+2] = int32(bk.start[m]), int32(bk.off[m+1]-bk.off[m]), int32(bk.off[m])
+		bands[2*m], bands[2*m+1] = int32(bk.start[m]), int32(bk.off[m+1]-bk.off[m])
 	}
-	w := make([]float32, max(len(bk.w), 1))
-	for i, v := range bk.w {
-		w[i] = float32(v)
-	}
+	w, _ := melWeights(bk)
 	var err error
 	upload := func(dst **cuda.Buffer, src []byte) {
 		if err != nil {
