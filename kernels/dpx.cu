@@ -280,21 +280,20 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
   }
   __syncthreads();
 
+  const V* prev = row0;  // row t-1; the loop swaps the two each frame
+  V* cur = row1;
   for (int g = 0; g < G; ++g) {
     if (g > 0) flush(g - 1);  // its last frame ended on a barrier
     const int t0 = 1 + g * F, n = min(F, Tb - t0);
-    const float* eb = emb + (g & 1) * F * S;
+    const float* eb = emb + (g & 1) * F * S;  // slot k+1 of it: frame t+1
     unsigned* slot = ring + (g & 1) * F * 2 * W;
-    for (int k = 0; k < n; ++k, slot += 2 * W) {
-      const int t = t0 + k;
-      const V* prev = (t & 1) ? row0 : row1;
-      V* cur = (t & 1) ? row1 : row0;
+    for (int k = 0, t = t0; k < n; ++k, ++t, slot += 2 * W, eb += S) {
       // Frame t+1's emissions, independent of the recurrence: from this
       // block's buffer, or at its last frame from the next block's (this
       // one's buffer is then refilled two blocks ahead).
       V enext[MP];
       if (k + 1 < n) {
-        emission(enext, eb, k + 1, t + 1);
+        emission(enext, eb, 1, t + 1);
       } else if (t + 1 < Tb) {
         if (g + 2 < G) {
           fetch(g + 2);
@@ -339,13 +338,16 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
       }
 #pragma unroll
       for (int p = 0; p < MP; ++p) ecur[p] = enext[p];
+      const V* done = cur;
+      cur = const_cast<V*>(prev);
+      prev = done;
       __syncthreads();
     }
   }
   if (G > 0) flush(G - 1);
 
   // Final state (every warp reads it before the scratch overlays the rows).
-  const V* fin = ((Tb - 1) & 1) ? row1 : row0;
+  const V* fin = prev;  // row Tb-1
   int s = 0;
   if (S >= 2) {
     const V last = fin[S - 1 + 2], lastLabel = fin[S - 2 + 2];
