@@ -399,7 +399,8 @@ extern "C" __global__ void fbank_stats(const Item* items, const void* partial, l
   double s = 0, s2 = 0;
   if (m < n_mels) {
     const double* p = static_cast<const double*>(partial) + (b * groups * n_mels + m) * 2;
-    for (long long g = g0; g < groups; g += kStatWarps) {
+#pragma unroll 8
+    for (long long g = g0; g < groups; g += kStatWarps) {  // in order; unrolled: 8 loads in flight
       s += p[g * n_mels * 2];
       s2 += p[g * n_mels * 2 + 1];
     }

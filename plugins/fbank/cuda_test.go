@@ -358,8 +358,9 @@ func TestCUDADeviceResident(t *testing.T) {
 	assert.Equal(t, "cuda:0", out["features"].Device())
 	assert.True(t, out["lengths"].OnHost())
 	d := be.Stats().Since(before)
-	// pcm, then the op's own: item geometry up (24 B/item), error words down (8 B/item).
-	assert.Equal(t, runtime.TransferStats{HostToDevice: 2, HostToDeviceBytes: host.Bytes() + 2*24,
+	// pcm, then the op's own: item geometry and preset error words up (32 B/item),
+	// error words down (8 B/item).
+	assert.Equal(t, runtime.TransferStats{HostToDevice: 2, HostToDeviceBytes: host.Bytes() + 2*32,
 		DeviceToHost: 1, DeviceToHostBytes: 2 * 8}, d)
 	require.NoError(t, out["features"].Buffer().Free())
 
@@ -369,7 +370,7 @@ func TestCUDADeviceResident(t *testing.T) {
 	out, err = inst.Run(context.Background(), runtime.Tensors{"pcm": dev})
 	require.NoError(t, err)
 	assert.Equal(t, instBefore, inst.Transfers, "device input: no copy by the instance")
-	assert.Equal(t, int64(2*24), be.Stats().Since(before).HostToDeviceBytes)
+	assert.Equal(t, int64(2*32), be.Stats().Since(before).HostToDeviceBytes)
 	require.NoError(t, out["features"].Buffer().Free())
 	require.NoError(t, dev.Buffer().Free())
 }

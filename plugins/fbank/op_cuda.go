@@ -47,7 +47,8 @@ const (
 // filterbank bands) live on the device from construction; Run takes the pcm
 // in device memory and returns device-resident features, copying to the host
 // only the per-item error words (8 bytes an item) and uploading the per-item
-// geometry (24 bytes an item). The threads parameter does not apply.
+// geometry with the preset error words (32 bytes an item). The threads
+// parameter does not apply.
 type cudaOp struct {
 	fe                  *Frontend
 	be                  *cuda.Backend
@@ -327,7 +328,7 @@ func (o *cudaOp) launch(pcm cuda.DevicePtr, stride int64, items []int64, feats *
 		return err
 	}
 	badIdx := make([]uint64, batch)
-	if err := o.be.DeviceToHost(cuda.Bytes(badIdx), bad.Ptr()); err != nil {
+	if err := o.be.DeviceToHost(cuda.Bytes(badIdx), bad); err != nil {
 		return err
 	}
 	for b, i := range badIdx {
@@ -344,16 +345,16 @@ func (o *cudaOp) launch(pcm cuda.DevicePtr, stride int64, items []int64, feats *
 }
 
 // enqueue queues the geometry upload and the kernels without waiting. It
-// returns the device buffer of per-item error words (the smallest index of a
-// non-finite sample, all ones when there is none). The scratch buffers it
-// takes from the pool are appended to scratch for the caller to free (in
+// returns the device address of the per-item error words (the smallest index
+// of a non-finite sample, all ones when there is none). The scratch buffers
+// it takes from the pool are appended to scratch for the caller to free (in
 // stream order, so right after enqueue is fine).
-func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats *runtime.Tensor, frames int, scratch *[]*cuda.Buffer) (*cuda.Buffer, error) {
+func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats *runtime.Tensor, frames int, scratch *[]*cuda.Buffer) (cuda.DevicePtr, error) {
 	c, be := &o.fe.cfg, o.be
 	batch := len(items) / 3
 	out, err := cuda.Ptr(feats)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	geom := o.geometryFor(batch, frames)
 	groups := ceilDiv(frames, geom.frames())
@@ -364,20 +365,20 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 		}
 		return s, err
 	}
-	itemsBuf, err := alloc(8 * len(items))
+	// One upload: the item rows, then the error words preset to all ones.
+	up := make([]int64, 4*batch)
+	copy(up, items)
+	for b := range batch {
+		up[3*batch+b] = -1
+	}
+	itemsBuf, err := alloc(8 * len(up))
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	if err := be.HostToDevice(itemsBuf.Ptr(), cuda.Bytes(items)); err != nil {
-		return nil, err
+	if err := be.HostToDevice(itemsBuf.Ptr(), cuda.Bytes(up)); err != nil {
+		return 0, err
 	}
-	bad, err := alloc(8 * batch)
-	if err != nil {
-		return nil, err
-	}
-	if err := be.Memset(bad.Ptr(), 0xFF, int64(8*batch)); err != nil {
-		return nil, err
-	}
+	bad := itemsBuf.Ptr() + cuda.DevicePtr(8*len(items))
 	partialBytes := 0
 	switch o.statsMode {
 	case statsMax:
@@ -387,7 +388,7 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	}
 	partial, err := alloc(partialBytes)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	reflect := 0
 	if c.PadMode == PadReflect {
@@ -406,14 +407,14 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	}
 	floors, err := alloc(4 * batch)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	moments, err := alloc(16 * batch * c.NumMels)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	if err := o.logmel.Launch(cuda.Dim3{X: groups, Y: batch, Z: 1}, block, o.shared(geom), args...); err != nil {
-		return nil, err
+		return 0, err
 	}
 	grid := cuda.Dim3{X: 1, Y: batch, Z: 1}
 	if o.statsMode == statsMoments {
@@ -422,12 +423,12 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	err = o.stats.Launch(grid, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
 		itemsBuf, partial, groups, c.NumMels, o.statsMode, clampRange, o.fixedFloor, stdEpsilon, floors, moments)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	err = o.norm.Launch(cuda.Dim3{X: ceilDiv(c.NumMels*frames, 4096), Y: batch, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
 		out, itemsBuf, c.NumMels, frames, layout, o.statsMode, floors, moments)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	return bad, nil
 }
