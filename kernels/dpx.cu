@@ -381,12 +381,19 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
       cpAsyncWait<1>();
       __syncwarp();
       if (lane == 0) {
-        const unsigned* sh = shBp + (r & 1) * 32 * 2 * kBtWords;
-        for (int k = 0; k < 32 && t - k >= 1; ++k) {
+        const unsigned* sh = shBp + (r & 1) * 32 * 2 * kBtWords - w0;
+        // step moves s one frame back through frame k's words.
+        auto step = [&](int k) {
           shPath[k] = s;
-          const unsigned* w = sh + k * 2 * kBtWords + ((s >> 5) - w0);
+          const unsigned* w = sh + k * 2 * kBtWords + (s >> 5);
           const int bit = s & 31;
           s -= (int)((w[0] >> bit) & 1u) | (int)(((w[kBtWords] >> bit) & 1u) << 1);
+        };
+        if (t >= 32) {  // a whole round: unrolled, constant offsets
+#pragma unroll
+          for (int k = 0; k < 32; ++k) step(k);
+        } else {
+          for (int k = 0; k < t; ++k) step(k);
         }
       }
       __syncwarp();
