@@ -8,10 +8,11 @@
 //   1. fbank_logmel_n400 | fbank_logmel_n512: framing + window + FFT + |X|² +
 //      mel + log, staged per block and written in the output layout, plus
 //      per-block partial reductions and the finite-sample check.
-//   2. fbank_stats: per-item maximum (Whisper) or per-feature mean and
-//      1/(std + 1e-5) (Parakeet), from the partials, in float64.
-//   3. fbank_normalize: the normalisation, in place (Whisper: a clamp,
-//      since 1. stored (y + 4)/4 already).
+//   2. fbank_stats (Parakeet): per-feature mean and 1/(std + 1e-5) from
+//      the partials, in float64.
+//   3. fbank_normalize: the normalisation, in place (Whisper: each block
+//      reduces the item's maximum itself, then clamps, since 1. stored
+//      (y + 4)/4 already).
 // normalize=none stops after 1. (A fused variant, 1-3 in one launch with
 // ticketed tiles normalising from L2, measured slower: docs/bench/fbank_gpu.md.)
 // No cuFFT/cuBLAS: the FFT is fbank_frame.cuh. Build knobs (experiments;
@@ -347,7 +348,7 @@ extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fban
 
 // Statistics of item b from its G partials, in float64, in a fixed order
 // (deterministic):
-//   kStatsMax:     floor[b] = max over the G partials - clamp (Whisper:
+//   kStatsMax:     floor = max over the G partials - clamp (Whisper:
 //                  clamp = 8); fixed_floor instead when it is finite
 //                  (normalize=global; partial is not read).
 //   kStatsMoments: with n = computed frames (>= 2), for each feature m
@@ -360,7 +361,8 @@ __device__ __forceinline__ void store_moments(double s, double s2, double n, dou
   mom[1] = 1.0 / (sqrt(var) + eps);
 }
 
-// block_floor is kStatsMax for a whole block (every thread calls it).
+// block_floor is kStatsMax for a whole block (every thread calls it; thread
+// 0 writes *floor_b).
 __device__ void block_floor(const float* p, long long groups, double clamp, double fixed_floor, float* floor_b) {
   __shared__ float wmax[kStatWarps];
   if (isfinite(fixed_floor)) {
@@ -378,27 +380,22 @@ __device__ void block_floor(const float* p, long long groups, double clamp, doub
   }
 }
 
-// fbank_stats computes the statistics of every item from the partials of
-// fbank_logmel (G per item). Block 256 threads.
-// kStatsMax: grid (1, B), block_floor.
-// kStatsMoments: grid (ceil(M/32), B): thread (g0, j) = (tid/32, tid%32)
-//   sums groups g0, g0+8, ... of feature m = 32·blockIdx.x + j (a warp reads
-//   32 consecutive features: coalesced), the 8 sums of a feature are added
-//   in g0 order.
-extern "C" __global__ void fbank_stats(const Item* items, const void* partial, long long groups, long long n_mels,
-                                       long long stats, double clamp, double fixed_floor, double eps, float* floor_,
-                                       double* moments) {
+// fbank_stats computes the per-feature moments of every item
+// (kStatsMoments) from the partials of fbank_logmel (G per item). Block 256
+// threads, grid (ceil(M/32), B): thread (g0, j) = (tid/32, tid%32) sums
+// groups g0, g0+8, ... of feature m = 32·blockIdx.x + j (a warp reads 32
+// consecutive features: coalesced), the 8 sums of a feature are added in g0
+// order. (Whisper's maximum needs no launch of its own: fbank_normalize's
+// blocks reduce the item's G partial maxima themselves.)
+extern "C" __global__ void fbank_stats(const Item* items, const double* partial, long long groups, long long n_mels,
+                                       double eps, double* moments) {
   const long long b = blockIdx.y;
-  if (stats == kStatsMax) {
-    block_floor(static_cast<const float*>(partial) + b * groups, groups, clamp, fixed_floor, floor_ + b);
-    return;
-  }
   __shared__ double sums[kStatWarps][kWarp][2];
   const int j = threadIdx.x % kWarp, g0 = threadIdx.x / kWarp;
   const long long m = (long long)blockIdx.x * kWarp + j;
   double s = 0, s2 = 0;
   if (m < n_mels) {
-    const double* p = static_cast<const double*>(partial) + (b * groups * n_mels + m) * 2;
+    const double* p = partial + (b * groups * n_mels + m) * 2;
 #pragma unroll 8
     for (long long g = g0; g < groups; g += kStatWarps) {  // in order; unrolled: 8 loads in flight
       s += p[g * n_mels * 2];
@@ -481,13 +478,20 @@ __device__ void normalize_span(float* item, unsigned lo, unsigned hi, long long 
 
 // fbank_normalize normalises the computed frames of out in place.
 // Grid (ceil(M·T / 4096), B), block 256: block (x, b) does elements
-// [4096·x, 4096·x + 4096) of item b (normalize_span).
+// [4096·x, 4096·x + 4096) of item b (normalize_span). kStatsMax: the block
+// first computes the item's floor from its G partial maxima (block_floor);
+// kStatsMoments: moments from fbank_stats.
 extern "C" __global__ void fbank_normalize(float* out, const Item* items, long long n_mels, long long frames,
-                                           long long layout, long long stats, const float* floor_,
-                                           const double* moments) {
+                                           long long layout, long long stats, const float* partial, long long groups,
+                                           double clamp, double fixed_floor, const double* moments) {
+  __shared__ float floor_b;
   const long long b = blockIdx.y;
+  if (stats == kStatsMax) {
+    block_floor(partial + b * groups, groups, clamp, fixed_floor, &floor_b);
+    __syncthreads();
+  }
   const unsigned M = (unsigned)n_mels, T = (unsigned)frames, total = M * T;
   const unsigned lo = blockIdx.x * 4096u, hi = min(total, lo + 4096u);
   normalize_span(out + b * (long long)total, lo, hi, items[b].computed, M, T, layout, stats,
-                 stats == kStatsMax ? (floor_[b] + 4.f) / 4.f : 0.f, moments + b * n_mels * 2);
+                 stats == kStatsMax ? (floor_b + 4.f) / 4.f : 0.f, moments + b * n_mels * 2);
 }

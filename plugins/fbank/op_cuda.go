@@ -402,31 +402,25 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 		c.HopLength, o.fe.pad, reflect, c.PreEmphasis, o.guard, o.floor, o.lg2, layout, geom.steps,
 		out, partial, o.statsMode, bad, o.melFrag, o.melTiles}
 	block := cuda.Dim3{X: 32 * geom.warps, Y: 1, Z: 1}
-	if o.statsMode == statsNone {
-		return bad, o.logmel.Launch(cuda.Dim3{X: groups, Y: batch, Z: 1}, block, o.shared(geom), args...)
+	err = o.logmel.Launch(cuda.Dim3{X: groups, Y: batch, Z: 1}, block, o.shared(geom), args...)
+	if err != nil || o.statsMode == statsNone {
+		return bad, err
 	}
-	floors, err := alloc(4 * batch)
-	if err != nil {
-		return 0, err
-	}
-	moments, err := alloc(16 * batch * c.NumMels)
-	if err != nil {
-		return 0, err
-	}
-	if err := o.logmel.Launch(cuda.Dim3{X: groups, Y: batch, Z: 1}, block, o.shared(geom), args...); err != nil {
-		return 0, err
-	}
-	grid := cuda.Dim3{X: 1, Y: batch, Z: 1}
+	var moments cuda.DevicePtr // per-feature (mean, inv): Parakeet only
 	if o.statsMode == statsMoments {
-		grid.X = ceilDiv(c.NumMels, 32)
-	}
-	err = o.stats.Launch(grid, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
-		itemsBuf, partial, groups, c.NumMels, o.statsMode, clampRange, o.fixedFloor, stdEpsilon, floors, moments)
-	if err != nil {
-		return 0, err
+		buf, err := alloc(16 * batch * c.NumMels)
+		if err != nil {
+			return 0, err
+		}
+		moments = buf.Ptr()
+		err = o.stats.Launch(cuda.Dim3{X: ceilDiv(c.NumMels, 32), Y: batch, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
+			itemsBuf, partial, groups, c.NumMels, stdEpsilon, moments)
+		if err != nil {
+			return 0, err
+		}
 	}
 	err = o.norm.Launch(cuda.Dim3{X: ceilDiv(c.NumMels*frames, 4096), Y: batch, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
-		out, itemsBuf, c.NumMels, frames, layout, o.statsMode, floors, moments)
+		out, itemsBuf, c.NumMels, frames, layout, o.statsMode, partial, groups, clampRange, o.fixedFloor, moments)
 	if err != nil {
 		return 0, err
 	}
