@@ -321,10 +321,12 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
           c2 = x2 > x1 && x2 > x0;
           c1 = x1 > x0 && x1 > x2;
           const V r = c2 ? x2 : (c1 ? x1 : x0);
-          if constexpr (L::kInt)
-            v = r == neg ? neg : addmax(r - m, ecur[p], kCtcFloor);
-          else
+          if constexpr (L::kInt) {
+            const int a = addmax(r - m, ecur[p], kCtcFloor);  // unconditional: m loads in parallel
+            v = r == neg ? neg : a;
+          } else {
             v = r + ecur[p];
+          }
         }
         if (s < S) cur[s + 2] = v;
         const unsigned b1 = __ballot_sync(kFull, c1), b2 = __ballot_sync(kFull, c2);
