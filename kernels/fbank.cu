@@ -88,8 +88,9 @@ __device__ __forceinline__ void mma_tf32(float* c, unsigned a0, unsigned a1, uns
 }
 
 // mel_tc is the tensor-core mel projection (build flag FBANK_MEL_TC=1; the
-// default build uses fbank::mel4): the step's R power rows (row r at
-// P + r·pitchP, bins 0..H) times the filterbank, as mma.sync m16n8k8 TF32
+// default build uses fbank::mel4): the step's R power rows (row r = 4·w + g:
+// warp w's rows interleaved, bin k at P + w·pitchW + 4·k + g, k <= H) times
+// the filterbank, as mma.sync m16n8k8 TF32
 // in 3xTF32 (a_lo·b_hi + a_hi·b_lo + a_hi·b_hi, ~float32 accuracy). Warp w
 // takes the 8-filter tiles w, w+W, ... for each block of 16 rows; a tile
 // runs only over the k-steps its bands cover (mel_tiles[j] = first
@@ -98,7 +99,7 @@ __device__ __forceinline__ void mma_tf32(float* c, unsigned a0, unsigned a1, uns
 // = (lane/4, lane%4) loads A[g|g+8][k0+t|k0+t+4] (0 past bin H). Rows
 // r < valid get fmaf(y, a, c), y = lg.log(mel), in stage[r·pitch + m];
 // returns the lane's maximum y.
-__device__ float mel_tc(const float* P, int pitchP, int rows, int valid, int H, const float4* __restrict__ frag,
+__device__ float mel_tc(const float* P, int pitchW, int rows, int valid, int H, const float4* __restrict__ frag,
                         const int4* __restrict__ tiles, int M, const fbank::LogMel& lg, float* stage, int pitch,
                         int warp, int W, int lane) {
   const int g = lane >> 2, t = lane & 3;
@@ -106,15 +107,17 @@ __device__ float mel_tc(const float* P, int pitchP, int rows, int valid, int H, 
   for (int rb = 0; rb < rows; rb += 16) {
     // Rows past the block's (rows < 16 for blocks of fewer than 4 warps)
     // read row rows-1 instead: in bounds, and their results are dropped.
-    const float* p0 = P + min(rb + g, rows - 1) * pitchP;
-    const float* p1 = P + min(rb + g + 8, rows - 1) * pitchP;
+    const int r0 = min(rb + g, rows - 1), r1 = min(rb + g + 8, rows - 1);
+    const float* p0 = P + (r0 / fbank::kGroups) * pitchW + r0 % fbank::kGroups;
+    const float* p1 = P + (r1 / fbank::kGroups) * pitchW + r1 % fbank::kGroups;
     for (int j = warp; j < (M + 7) / 8; j += W) {
       const int4 tl = tiles[j];
       float c[4] = {0.f, 0.f, 0.f, 0.f};
       for (int s = 0; s < tl.y; s++) {
         const int ka = 8 * (tl.z + s) + t, kb = ka + 4;
-        const float a[4] = {ka <= H ? p0[ka] : 0.f, ka <= H ? p1[ka] : 0.f, kb <= H ? p0[kb] : 0.f,
-                            kb <= H ? p1[kb] : 0.f};
+        constexpr int G = fbank::kGroups;
+        const float a[4] = {ka <= H ? p0[G * ka] : 0.f, ka <= H ? p1[G * ka] : 0.f, kb <= H ? p0[G * kb] : 0.f,
+                            kb <= H ? p1[G * kb] : 0.f};
         unsigned hi[4], lo[4];
 #pragma unroll
         for (int i = 0; i < 4; i++) {
@@ -255,19 +258,19 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
       fbank::Pairs<N> pr;
       pr.compute(Tg, twN, n1);
       __syncwarp();
-      pr.store(reinterpret_cast<float*>(Tg), n1);
+      pr.store(reinterpret_cast<float*>(T), n1, g);
 #if FBANK_MEL_TC
     }
     __syncthreads();  // every frame's power row
     const int valid = (int)max(0LL, min((long long)R, it.computed - ts));
-    mx = fmaxf(mx, mel_tc(reinterpret_cast<const float*>(smem), 2 * Fr::S, R, valid, Fr::H, mel_frag, mel_tiles, M,
+    mx = fmaxf(mx, mel_tc(reinterpret_cast<const float*>(smem), fbank::kGroups * 2 * Fr::S, R, valid, Fr::H, mel_frag,
+                          mel_tiles, M,
                           lg, stage, pitch, warp, W, lane));
 #else
       __syncwarp();
       const float* P = reinterpret_cast<const float*>(T);
-      mx = fmaxf(mx, shared_w > 0 ? fbank::mel4(P, 2 * Fr::S, nact, sb, sw, M, lg, stage + r0 * pitch, pitch, lane)
-                                  : fbank::mel4(P, 2 * Fr::S, nact, bands, weights, M, lg, stage + r0 * pitch, pitch,
-                                                lane));
+      mx = fmaxf(mx, shared_w > 0 ? fbank::mel4(P, nact, sb, sw, M, lg, stage + r0 * pitch, pitch, lane)
+                                  : fbank::mel4(P, nact, bands, weights, M, lg, stage + r0 * pitch, pitch, lane));
     }
 #endif
     __syncthreads();  // the step's rows are staged; the frame buffers are free again

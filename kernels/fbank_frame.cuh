@@ -19,10 +19,11 @@
 //           columns k2 and C-k2 together, splits the packed spectrum into the
 //           real one locally: X[k] and X[H-k] from Z[k] and Z[H-k], and keeps
 //           |X[k]|², |X[H-k]|² in registers;
-//           after a second barrier it stores them over the buffer as the
-//           power row P[0..H] (floats).
+//           after a second barrier it stores them over the warp's buffers as
+//           the power rows, interleaved by frame (P[4·k + g], floats).
 //   mel4:   lane m (filters m, m+32, ...) sums its band over the 4 frames'
-//           power rows: one weight read serves 4 frames.
+//           power rows: one weight read and one 16-byte read of bin k of the
+//           4 frames per band position.
 // One shared-memory round trip of the spectrum (the column transpose) and one
 // of the power row, instead of one per radix pass.
 //
@@ -40,6 +41,9 @@
 #define EDGE_HD inline
 struct float2 {
   float x, y;
+};
+struct float4 {
+  float x, y, z, w;
 };
 inline float2 make_float2(float x, float y) { return float2{x, y}; }
 #endif
@@ -375,9 +379,12 @@ struct Pairs {
     }
   }
 
-  // store writes the lane's bins into the power row P[0..H], which overlays
-  // the buffer (after the barrier that ends every lane's compute).
-  EDGE_HD void store(float* P, int n1) const {
+  // store writes the lane's bins into the warp's power rows, interleaved by
+  // frame: P[4·k + g] = |X_g[k]|², k = 0..H (so that mel4 reads a bin of the
+  // 4 frames at once, and the 32 lanes' stores hit 32 banks). P overlays the
+  // warp's 4 frame buffers (after the barrier that ends every lane's
+  // compute).
+  EDGE_HD void store(float* P, int n1, int g) const {
 #pragma unroll
     for (int st = 0; st < kSteps; st++) {
       int c;
@@ -387,10 +394,10 @@ struct Pairs {
       for (int i = 0; i < 8; i++) {
         if (md == 1 && i >= 4 && F::C % 2 != 0) continue;
         int k = bin(md, c, i);
-        P[k] = p[st][i][0];
-        P[F::H - k] = p[st][i][1];
+        P[kGroups * k + g] = p[st][i][0];
+        P[kGroups * (F::H - k) + g] = p[st][i][1];
       }
-      if (md == 1) P[F::H / 2] = mid;
+      if (md == 1) P[kGroups * (F::H / 2) + g] = mid;
     }
   }
 };
@@ -423,20 +430,23 @@ struct LogMel {
 };
 
 // mel4 writes, for the filters m ≡ lane mod 32 and the first `frames` (<= 4)
-// of the warp's power rows P + g·pitchP, mel = Σ_j w[j·n_mels+m]·P_g[start+j]
-// and out[g·pitchOut + m] = fmaf(y, a, c) with y = lg.log(mel) (LogMel);
+// of the warp's interleaved power rows (P[4·k + g], Pairs::store; 16-byte
+// aligned), mel_g = Σ_j w[j·n_mels+m]·P[4·(start+j) + g] and
+// out[g·pitchOut + m] = fmaf(y, a, c) with y = lg.log(mel_g) (LogMel);
 // returns the lane's maximum y.
-EDGE_HD float mel4(const float* P, int pitchP, int frames, const Band* bands, const float* w, int n_mels,
-                   const LogMel& lg, float* out, int pitchOut, int lane) {
+EDGE_HD float mel4(const float* P, int frames, const Band* bands, const float* w, int n_mels, const LogMel& lg,
+                   float* out, int pitchOut, int lane) {
   float mx = -INFINITY;
   for (int m = lane; m < n_mels; m += kWarp) {
     Band b = bands[m];
     float acc[kGroups] = {0.f, 0.f, 0.f, 0.f};
     for (int j = 0; j < b.len; j++) {
-      float wt = w[j * n_mels + m];
-      const float* q = P + b.start + j;
-#pragma unroll
-      for (int g = 0; g < kGroups; g++) acc[g] = fmaf(wt, q[g * pitchP], acc[g]);
+      const float wt = w[j * n_mels + m];
+      const float4 q = reinterpret_cast<const float4*>(P)[b.start + j];  // bin start+j of the 4 frames
+      acc[0] = fmaf(wt, q.x, acc[0]);
+      acc[1] = fmaf(wt, q.y, acc[1]);
+      acc[2] = fmaf(wt, q.z, acc[2]);
+      acc[3] = fmaf(wt, q.w, acc[3]);
     }
 #pragma unroll
     for (int g = 0; g < kGroups; g++) {

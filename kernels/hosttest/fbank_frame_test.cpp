@@ -60,9 +60,8 @@ static int check(std::mt19937& rng, bool reflect, double preemph, int win, long 
   }
   std::vector<Pairs<N>> pr(kWarp);
   for (int l = 0; l < kWarp; l++) pr[l].compute(T.data() + (l / kLanes) * Fr::S, twN.data(), l % kLanes);
-  for (int l = 0; l < kWarp; l++) pr[l].store(reinterpret_cast<float*>(T.data() + (l / kLanes) * Fr::S), l % kLanes);
-  const int pitchP = 2 * Fr::S;
-  const float* P = reinterpret_cast<const float*>(T.data());
+  for (int l = 0; l < kWarp; l++) pr[l].store(reinterpret_cast<float*>(T.data()), l % kLanes, l / kLanes);
+  const float* P = reinterpret_cast<const float*>(T.data());  // P[4·k + g]
 
   // Mel: a random sparse band bank over the H+1 bins.
   const int M = 40, pitchOut = M + 3;
@@ -80,7 +79,7 @@ static int check(std::mt19937& rng, bool reflect, double preemph, int win, long 
   const bool whisper = (start & 1) != 0;
   const LogMel lg{guard, fl, scale, whisper ? 0.25f : 1.f, whisper ? 1.f : 0.f};
   for (int l = 0; l < kWarp; l++)
-    mx = std::fmax(mx, mel4(P, pitchP, active, bands.data(), w.data(), M, lg, mel.data(), pitchOut, l));
+    mx = std::fmax(mx, mel4(P, active, bands.data(), w.data(), M, lg, mel.data(), pitchOut, l));
 
   // float64 reference DFT of each active frame.
   double worst = 0, melWorst = 0, refMax = -INFINITY;
@@ -100,7 +99,7 @@ static int check(std::mt19937& rng, bool reflect, double preemph, int win, long 
       ref[k] = re * re + im * im;
       peak = std::fmax(peak, ref[k]);
     }
-    for (int k = 0; k <= H; k++) worst = std::fmax(worst, std::fabs(P[g * pitchP + k] - ref[k]) / peak);
+    for (int k = 0; k <= H; k++) worst = std::fmax(worst, std::fabs(P[kGroups * k + g] - ref[k]) / peak);
     for (int m = 0; m < M; m++) {
       double acc = 0;
       for (int j = 0; j < bands[m].len; j++) acc += (double)w[j * M + m] * ref[bands[m].start + j];
