@@ -166,15 +166,16 @@ __device__ float mel_tc(const float* P, int pitchW, int rows, int valid, int H, 
 //   with virtual reflect/zero padding (no padded copy), packed as H = N/2
 //   complex points read straight into registers; FFT (column DFTs in
 //   registers, one transpose through the frame buffer, 8-point DFTs in
-//   registers); |X[k]|², k = 0..H, over the buffer; mel band sums and
-//   y = log2(max(mel + guard, floor))·scale into the staging row.
+//   registers); |X[k]|², k = 0..H, into the warp's power rows (interleaved
+//   by frame, over its buffers); mel band sums and y = log2(max(mel + guard,
+//   floor))·scale into the staging row, as (y + 4)/4 for kStatsMax.
 // Frames t in [computed, T) are written as 0, in the layout (0: mel_time
 // [B, M, T]; 1: time_mel [B, T, M]) with coalesced stores. At the end the
 // block's partial statistics over its computed frames:
 //   kStatsMax:     partial[b·G + x] = max y                      (float)
 //   kStatsMoments: partial[((b·G + x)·M + m)·2 + {0,1}] = Σy, Σy² (double,
 //                  summed in frame order)
-// with G = gridDim.x. Samples in [t·hop, (t+1)·hop) (the last computed frame:
+// with G = gridDim.x (max and moments over y). Samples in [t·hop, (t+1)·hop) (the last computed frame:
 // up to real) are checked: the smallest index of a NaN/Inf sample of item b
 // goes to bad[b] (atomicMin; the caller presets it to all ones).
 template <int N>
@@ -186,8 +187,9 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
                        double guard, double floor_, double scale, long long layout, long long steps,
                        float* __restrict__ out, void* __restrict__ partial, long long stats,
                        unsigned long long* __restrict__ bad, const float4* __restrict__ mel_frag,
-                       const int4* __restrict__ mel_tiles, long long x, long long b, long long G) {
+                       const int4* __restrict__ mel_tiles) {
   using Fr = fbank::Frame<N>;
+  const long long x = blockIdx.x, b = blockIdx.y, G = gridDim.x;
   extern __shared__ float2 smem[];
   const int W = blockDim.x / kWarp, threads = blockDim.x;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
@@ -342,11 +344,11 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
       scale, layout, steps, out, partial, stats, bad, mel_frag, mel_tiles
 
 extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n400(FBANK_LOGMEL_ARGS) {
-  logmel<400>(FBANK_LOGMEL_CALL, blockIdx.x, blockIdx.y, gridDim.x);
+  logmel<400>(FBANK_LOGMEL_CALL);
 }
 
 extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n512(FBANK_LOGMEL_ARGS) {
-  logmel<512>(FBANK_LOGMEL_CALL, blockIdx.x, blockIdx.y, gridDim.x);
+  logmel<512>(FBANK_LOGMEL_CALL);
 }
 
 // Statistics of item b from its G partials, in float64, in a fixed order
