@@ -119,10 +119,12 @@ __device__ ArgBest<V> blockArgMax(ArgBest<V> a, V* sv, int* si) {
 //   ring (two halves of [F][2][ceil(S/32)] words); at the start of a block
 //   the block copies the previous block's half to bp with coalesced stores
 //   (no barrier of its own: the previous frame's barrier covers it).
-// Per frame a warp runs about 25 instructions (float32, one pass): the
-// first version, which loaded the next frame's emissions and window and
-// stored the ballot words to global memory every frame, ran about 100 and
-// was bound by their latency (ncu: 0.5 issued instructions per cycle).
+// Per frame a warp runs about 50 instructions (float32, one pass; sm_90
+// SASS); the earlier versions (per-frame emission and window loads or
+// chunk bookkeeping, lane-0 global stores, row and slot index arithmetic)
+// ran about 100 and were bound by their latency (ncu on the H200: 0.5
+// issued instructions per cycle and scheduler, 9.5 cycles between two
+// instructions of a warp).
 // int32: the row maxima of frame t-1 are read as 32 per-warp maxima
 // (unused warps hold the floor) with vector loads and a DPX max3 tree.
 //
