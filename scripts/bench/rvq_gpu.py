@@ -18,7 +18,11 @@ canonical count). Prints a table with TFLOP/s, ms, the fraction of the
 790 TFLOP/s dense bf16 peak and the ratios, writes JSON and a markdown table.
 
 Usage: rvq_gpu.py GO_TEST_BINARY [--json OUT.json] [--md OUT.md] [--benchtime 20x]
-       [--go-output SAVED.txt] [--skip-go] [--shapes N]
+       [--variants REGEXP] [--go-output SAVED.txt] [--skip-go] [--shapes N]
+
+Run it from plugins/rvq on the GPU host, e.g.
+
+    cd plugins/rvq && python3 ../../scripts/bench/rvq_gpu.py /tmp/rvq.test --md out.md
 """
 import argparse
 import json
@@ -105,13 +109,14 @@ BENCH_RE = re.compile(r"^BenchmarkCUDAEncode/B(\d+)_T(\d+)_Q(\d+)_K(\d+)_D(\d+)/
 BENCH_RE2 = re.compile(r"^BenchmarkCUDAEncode/B(\d+)_T(\d+)_Q(\d+)_K(\d+)_D(\d+)/v=(\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op\s+([\d.]+) dev-us/op\s+([\d.]+) TFLOP/s")
 
 
-def run_go(binary, benchtime, saved, timeout):
+def run_go(binary, benchtime, saved, timeout, variants):
     if saved:
         with open(saved) as f:
             text = f.read()
     else:
         try:
-            p = subprocess.run([binary, "-test.run", "^$", "-test.bench", "^BenchmarkCUDAEncode$", "-test.benchtime", benchtime],
+            pattern = "^BenchmarkCUDAEncode$" + (f"/.*/v=({variants})$" if variants else "")
+            p = subprocess.run([binary, "-test.run", "^$", "-test.bench", pattern, "-test.benchtime", benchtime],
                                capture_output=True, text=True, timeout=timeout)
             text = p.stdout + p.stderr
         except subprocess.TimeoutExpired as e:  # keep what finished
@@ -148,11 +153,12 @@ def main():
     ap.add_argument("--skip-go", action="store_true")
     ap.add_argument("--go-output")
     ap.add_argument("--go-timeout", type=int, default=60)
+    ap.add_argument("--variants", help="regexp of the fused variants to time (with auto), default all")
     a = ap.parse_args()
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     shapes = MEASURE[: a.shapes] if a.shapes > 0 else [(2, 64, 4, 256, 64)]  # --shapes 0: a tiny local check
     res = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0) if dev == "cuda" else "cpu", "shapes": []}
-    go = {} if a.skip_go else run_go(a.binary, a.benchtime, a.go_output, a.go_timeout)
+    go = {} if a.skip_go else run_go(a.binary, a.benchtime, a.go_output, a.go_timeout, a.variants)
     for i, (B, T, Q, K, D) in enumerate(shapes):
         t0 = time.time()
         x, cb = make_inputs(B, T, Q, K, D, 1000 + i, dev)
