@@ -376,7 +376,7 @@ func TestCUDADeviceResident(t *testing.T) {
 }
 
 // TestCUDALaunchGeometry: the default block shape fits in the shared memory
-// the op opted in to, with the filterbank, for the presets, a batch gets 4 steps of 4
+// the op opted in to, with the filterbank, for the presets, a batch gets 8 steps of 4
 // frames a warp and a single clip 1 (to spread over the GPU).
 func TestCUDALaunchGeometry(t *testing.T) {
 	be := cudaBackend(t)
@@ -384,10 +384,10 @@ func TestCUDALaunchGeometry(t *testing.T) {
 		t.Run(preset, func(t *testing.T) {
 			op := cudaOpOf(t, map[string]any{"preset": preset}, be)
 			assert.Positive(t, op.sharedW, "filterbank weights in shared memory")
-			assert.LessOrEqual(t, op.shared(launchGeom{cudaWarps, 4}), op.sharedLimit)
-			assert.Equal(t, launchGeom{cudaWarps, 4}, op.geometryFor(64, 3000))
+			assert.LessOrEqual(t, op.shared(launchGeom{cudaWarps, 8}), op.sharedLimit)
+			assert.Equal(t, launchGeom{cudaWarps, 8}, op.geometryFor(64, 3000))
+			assert.Equal(t, launchGeom{cudaWarps, 2}, op.geometryFor(8, 3000))
 			assert.Equal(t, launchGeom{cudaWarps, 1}, op.geometryFor(1, 3000))
-			assert.Equal(t, launchGeom{cudaWarps, 2}, op.geometryFor(32, 3000))
 		})
 	}
 }

@@ -427,7 +427,7 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	return bad, nil
 }
 
-// geometryFor picks fbank_logmel's block shape: 4 warps, and 4 or 2 steps
+// geometryFor picks fbank_logmel's block shape: 4 warps, and 8, 4 or 2 steps
 // when that still puts at least 4 blocks per SM in the grid (fewer, larger
 // partial reductions for a batch), else 1 (a single clip spreads over the
 // GPU). Blocks of 1 or 2 warps measured slower for a single clip too
@@ -436,7 +436,7 @@ func (o *cudaOp) geometryFor(batch, frames int) launchGeom {
 	if o.fixed.warps > 0 && o.shared(o.fixed) <= o.sharedLimit {
 		return o.fixed
 	}
-	for _, steps := range []int{4, 2} {
+	for _, steps := range []int{8, 4, 2} {
 		if g := (launchGeom{cudaWarps, steps}); batch*ceilDiv(frames, g.frames()) >= 4*o.sms {
 			return g
 		}
