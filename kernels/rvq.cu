@@ -888,6 +888,64 @@ RVQ_VARIANT(rvq_encode_wg_m192n128s4p, 192, 128, 12, 1, 4, 1, true, Best, false,
 RVQ_VARIANT(rvq_encode_wg_m192n128s4pw, 192, 128, 12, 1, 4, 1, true, Best, false, true)
 RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, Best, false, false)
 
+// rvq_small_score: stage q of the small-batch path. Grid (ceil(K/256),
+// nrows), block 256: thread e scores entry e exactly (CPU formula) for the
+// row rows[blockIdx.y] (residual src: x for the chain's first stage, else
+// res) and the CTA's lowest (score, index) goes to keys[blockIdx.y] with
+// atomicMin. D <= 1024: the residual row is staged in shared memory.
+extern "C" __global__ void __launch_bounds__(256) rvq_small_score(const float* x, const float* res, long long first,
+                                                                  const int* rowList, long long D, long long Dp,
+                                                                  const uint16_t* words, const float* hn, long long off,
+                                                                  long long K, unsigned long long* keys) {
+  __shared__ float r[1024];
+  __shared__ unsigned long long wk[8];
+  const long long row = rowList[blockIdx.y];
+  const float* src = first ? x + row * D : res + row * Dp;
+  for (int d = threadIdx.x; d < D; d += blockDim.x) r[d] = src[d];
+  __syncthreads();
+  const long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  unsigned long long key = ~0ull;
+  if (e < K) key = rvqk::orderKey(rvqk::exactScore(r, words + (off + e) * Dp, static_cast<int>(D), hn[off + e]), static_cast<int>(e));
+  for (int o = 16; o > 0; o >>= 1) key = min(key, __shfl_xor_sync(rvqk::kFull, key, o));
+  if ((threadIdx.x & 31) == 0) wk[threadIdx.x >> 5] = key;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < (blockDim.x >> 5); w++) key = min(key, wk[w]);
+    atomicMin(keys + blockIdx.y, key);
+  }
+}
+
+// rvq_small_update applies stage q's winners: grid nrows, block 128. For row
+// rows[i]: j = keys[i] & 0xffffffff; codes[row][q] = j; res = src - C_j;
+// chain sum (out for the first chain, acc for the second) += C_j (= C_j on
+// the chain's first stage); on the second chain's last stage out += acc.
+// keys[i] is reset to all ones for the next stage.
+extern "C" __global__ void __launch_bounds__(128) rvq_small_update(const float* x, float* res, float* acc, float* out,
+                                                                   int* codes, const int* rowList, long long D,
+                                                                   long long Dp, long long Q, long long q,
+                                                                   long long first, long long secondChain,
+                                                                   long long last, const uint16_t* words, long long off,
+                                                                   unsigned long long* keys) {
+  const long long row = rowList[blockIdx.x];
+  const int j = static_cast<int>(keys[blockIdx.x] & 0xffffffffu);
+  const float* src = first ? x + row * D : res + row * Dp;
+  float* sum = secondChain ? acc + row * Dp : out + row * D;
+  const uint16_t* w = words + (off + j) * Dp;
+  for (int d = threadIdx.x; d < D; d += blockDim.x) {
+    float v = rvqk::bf(w[d]);
+    float r = src[d] - v;
+    float a = (first ? 0.f : sum[d]) + v;
+    res[row * Dp + d] = r;
+    sum[d] = a;
+    if (secondChain && last) out[row * D + d] += a;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    codes[row * Q + q] = j;
+    keys[blockIdx.x] = ~0ull;
+  }
+}
+
 // rvq_stream: the whole encode of a few frames (streaming) in one launch.
 // Grid: (valid rows) x kStreamSplit CTAs in clusters of kStreamSplit (one
 // cluster per frame, rows[blockIdx.x / kStreamSplit]); block 256. Each CTA
