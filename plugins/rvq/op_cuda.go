@@ -155,11 +155,16 @@ func loadKernels(b *cuda.Backend) (*cudaKernels, error) {
 	for _, p := range []struct {
 		dst  **cuda.Kernel
 		name string
-	}{{&k.small, "rvq_small_score"}, {&k.update, "rvq_small_update"}, {&k.pad, "rvq_pad_rows"}, {&k.check, "rvq_check"}, {&k.dec, "rvq_decode"}, {&k.stream, "rvq_stream"}} {
+	}{{&k.pad, "rvq_pad_rows"}, {&k.check, "rvq_check"}, {&k.dec, "rvq_decode"}} {
 		if *p.dst, err = mod.Kernel(p.name); err != nil {
 			return nil, err
 		}
 	}
+	// The small-batch kernels are optional: a fatbin without them makes
+	// Encode use the fused kernel for every batch.
+	k.small, _ = mod.Kernel("rvq_small_score")
+	k.update, _ = mod.Kernel("rvq_small_update")
+	k.stream, _ = mod.Kernel("rvq_stream")
 	return k, nil
 }
 
@@ -416,11 +421,16 @@ func (dc *DeviceCodebooks) Encode(x cuda.DevicePtr, bt Batch, codes, quantized c
 	if path == "" {
 		path = "fused"
 		if valid <= smallRows {
-			path = "small"
-			if dc.k.clusters {
+			switch {
+			case dc.k.clusters && dc.k.stream != nil:
 				path = "stream"
+			case dc.k.small != nil && dc.k.update != nil:
+				path = "small"
 			}
 		}
+	}
+	if (path == "small" && (dc.k.small == nil || dc.k.update == nil)) || (path == "stream" && dc.k.stream == nil) {
+		return fmt.Errorf("rvq: the %s path's kernels are not in the loaded fatbin", path)
 	}
 	switch path {
 	case "small":

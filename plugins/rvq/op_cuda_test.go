@@ -84,10 +84,14 @@ func gpuEncode(t *testing.T, c *Codebooks, x []float32, bt Batch, path, variant 
 func encodePaths(tb testing.TB) []string {
 	k, err := loadKernels(cudaBackend(tb))
 	require.NoError(tb, err)
-	if k.clusters {
-		return []string{"fused", "small", "stream"}
+	paths := []string{"fused"}
+	if k.small != nil && k.update != nil {
+		paths = append(paths, "small")
 	}
-	return []string{"fused", "small"}
+	if k.clusters && k.stream != nil {
+		paths = append(paths, "stream")
+	}
+	return paths
 }
 
 func cpuEncode(t *testing.T, c *Codebooks, x []float32, bt Batch) ([]int32, []float32) {
