@@ -67,7 +67,7 @@ func BenchmarkCUDAEncode(b *testing.B) {
 				if err := dc.Encode(xd, bt, codes, quant); err != nil { // warm-up; also skips variants that do not fit
 					b.Skip(err)
 				}
-				v, k, err := dc.pick()
+				v, k, err := dc.pick(B * T)
 				if err != nil {
 					b.Fatal(err)
 				}
