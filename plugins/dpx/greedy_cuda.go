@@ -77,18 +77,18 @@ func (o *greedyCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error)
 	}
 	sc := scratch{be: o.be}
 	defer sc.free()
-	var outs outputs
-	tok := outs.empty(o.be, rt.I64, rt.Shape{B, T})
-	spans := outs.empty(o.be, rt.I32, rt.Shape{B, T, 2})
-	count := outs.empty(o.be, rt.I64, rt.Shape{B})
+	var outs cuda.Outputs
+	tok := outs.Empty(o.be, rt.I64, rt.Shape{B, T})
+	spans := outs.Empty(o.be, rt.I32, rt.Shape{B, T, 2})
+	count := outs.Empty(o.be, rt.I64, rt.Shape{B})
 	ok := false
 	defer func() {
 		if !ok {
-			outs.release()
+			outs.Release()
 		}
 	}()
-	if outs.err != nil {
-		return nil, outs.err
+	if outs.Err() != nil {
+		return nil, outs.Err()
 	}
 	lenBuf, err := upload(&sc, lens)
 	if err != nil {

@@ -122,31 +122,6 @@ func (s *scratch) free() {
 	}
 }
 
-// outputs allocates device output tensors and frees them all on failure.
-type outputs struct {
-	ts  []*rt.Tensor
-	err error
-}
-
-func (o *outputs) empty(be *cuda.Backend, dt rt.DType, shape rt.Shape) *rt.Tensor {
-	if o.err != nil {
-		return nil
-	}
-	t, err := be.Empty(dt, shape)
-	if err != nil {
-		o.err = err
-		return nil
-	}
-	o.ts = append(o.ts, t)
-	return t
-}
-
-func (o *outputs) release() {
-	for _, t := range o.ts {
-		_ = t.Buffer().Free()
-	}
-}
-
 // checker runs dpx_check over the items of one input and reads the status
 // words back.
 type checker struct {
@@ -423,18 +398,18 @@ func (o *alignCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error) 
 	}
 	sc := scratch{be: o.be}
 	defer sc.free()
-	var outs outputs
-	ali := outs.empty(o.be, rt.I32, rt.Shape{c.B, c.T})
-	fs := outs.empty(o.be, rt.F32, rt.Shape{c.B, c.T})
-	score := outs.empty(o.be, rt.F32, rt.Shape{c.B})
+	var outs cuda.Outputs
+	ali := outs.Empty(o.be, rt.I32, rt.Shape{c.B, c.T})
+	fs := outs.Empty(o.be, rt.F32, rt.Shape{c.B, c.T})
+	score := outs.Empty(o.be, rt.F32, rt.Shape{c.B})
 	ok := false
 	defer func() {
 		if !ok {
-			outs.release()
+			outs.Release()
 		}
 	}()
-	if outs.err != nil {
-		return nil, outs.err
+	if outs.Err() != nil {
+		return nil, outs.Err()
 	}
 	status, err := o.launch(&sc, c, ali, fs, score)
 	if err != nil {
@@ -577,17 +552,17 @@ func (o *viterbiCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error
 
 	sc := scratch{be: o.be}
 	defer sc.free()
-	var outs outputs
-	path := outs.empty(o.be, rt.I32, rt.Shape{B, T})
-	score := outs.empty(o.be, rt.F32, rt.Shape{B})
+	var outs cuda.Outputs
+	path := outs.Empty(o.be, rt.I32, rt.Shape{B, T})
+	score := outs.Empty(o.be, rt.F32, rt.Shape{B})
 	ok := false
 	defer func() {
 		if !ok {
-			outs.release()
+			outs.Release()
 		}
 	}()
-	if outs.err != nil {
-		return nil, outs.err
+	if outs.Err() != nil {
+		return nil, outs.Err()
 	}
 	status, err := o.launch(&sc, ptr, B, T, S, dims, lens, path, score)
 	if err != nil {
@@ -762,18 +737,18 @@ func (o *dtwCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error) {
 	K := N + M
 	sc := scratch{be: o.be}
 	defer sc.free()
-	var outs outputs
-	path := outs.empty(o.be, rt.I32, rt.Shape{B, K, 2})
-	pl := outs.empty(o.be, rt.I32, rt.Shape{B})
-	tot := outs.empty(o.be, rt.F32, rt.Shape{B})
+	var outs cuda.Outputs
+	path := outs.Empty(o.be, rt.I32, rt.Shape{B, K, 2})
+	pl := outs.Empty(o.be, rt.I32, rt.Shape{B})
+	tot := outs.Empty(o.be, rt.F32, rt.Shape{B})
 	ok := false
 	defer func() {
 		if !ok {
-			outs.release()
+			outs.Release()
 		}
 	}()
-	if outs.err != nil {
-		return nil, outs.err
+	if outs.Err() != nil {
+		return nil, outs.Err()
 	}
 	status, err := o.launch(&sc, costPtr, B, N, M, dims, path, pl, tot)
 	if err != nil {

@@ -419,18 +419,18 @@ func alignDeviceTime(tb testing.TB, params map[string]any, in rt.Tensors, reps i
 		ps[i] = time.Since(t0)
 		require.NoError(tb, err)
 		sc := scratch{be: o.be}
-		var outs outputs
-		ali := outs.empty(o.be, rt.I32, rt.Shape{c.B, c.T})
-		fs := outs.empty(o.be, rt.F32, rt.Shape{c.B, c.T})
-		score := outs.empty(o.be, rt.F32, rt.Shape{c.B})
-		require.NoError(tb, outs.err)
+		var outs cuda.Outputs
+		ali := outs.Empty(o.be, rt.I32, rt.Shape{c.B, c.T})
+		fs := outs.Empty(o.be, rt.F32, rt.Shape{c.B, c.T})
+		score := outs.Empty(o.be, rt.F32, rt.Shape{c.B})
+		require.NoError(tb, outs.Err())
 		ds[i], err = o.be.Time(func() error {
 			_, err := o.launch(&sc, c, ali, fs, score)
 			return err
 		})
 		require.NoError(tb, err)
 		sc.free()
-		outs.release()
+		outs.Release()
 	}
 	slices.Sort(ds)
 	slices.Sort(ps)

@@ -828,19 +828,19 @@ func (o *cudaOp) runEncode(dc *DeviceCodebooks, in rt.Tensors) (rt.Tensors, erro
 	if x != in["x"] {
 		defer x.Buffer().Free()
 	}
-	var outs outputsCUDA
-	codes := outs.empty(o.be, rt.I32, rt.Shape{sh[0], sh[1], dc.c.NumStages()})
-	quantized := outs.empty(o.be, rt.F32, sh)
-	if outs.err != nil {
-		outs.release()
-		return nil, outs.err
+	var outs cuda.Outputs
+	codes := outs.Empty(o.be, rt.I32, rt.Shape{sh[0], sh[1], dc.c.NumStages()})
+	quantized := outs.Empty(o.be, rt.F32, sh)
+	if outs.Err() != nil {
+		outs.Release()
+		return nil, outs.Err()
 	}
 	p, err := devPtrs(x, codes, quantized)
 	if err == nil {
 		err = dc.Encode(p[0], bt, p[1], p[2])
 	}
 	if err != nil {
-		outs.release()
+		outs.Release()
 		return nil, err
 	}
 	return rt.Tensors{"codes": codes, "quantized": quantized}, nil
@@ -876,17 +876,17 @@ func (o *cudaOp) runDecode(dc *DeviceCodebooks, in rt.Tensors) (rt.Tensors, erro
 	if dev != in["codes"] {
 		defer dev.Buffer().Free()
 	}
-	var outs outputsCUDA
-	quantized := outs.empty(o.be, rt.F32, rt.Shape{sh[0], sh[1], dc.c.Dim()})
-	if outs.err != nil {
-		return nil, outs.err
+	var outs cuda.Outputs
+	quantized := outs.Empty(o.be, rt.F32, rt.Shape{sh[0], sh[1], dc.c.Dim()})
+	if outs.Err() != nil {
+		return nil, outs.Err()
 	}
 	p, err := devPtrs(dev, quantized)
 	if err == nil {
 		err = dc.Decode(p[0], bt, p[1])
 	}
 	if err != nil {
-		outs.release()
+		outs.Release()
 		return nil, err
 	}
 	return rt.Tensors{"quantized": quantized}, nil
@@ -903,29 +903,4 @@ func devPtrs(ts ...*rt.Tensor) ([]cuda.DevicePtr, error) {
 		out[i] = p
 	}
 	return out, nil
-}
-
-// outputsCUDA allocates device output tensors and frees them all on failure.
-type outputsCUDA struct {
-	ts  []*rt.Tensor
-	err error
-}
-
-func (o *outputsCUDA) empty(be *cuda.Backend, dt rt.DType, shape rt.Shape) *rt.Tensor {
-	if o.err != nil {
-		return nil
-	}
-	t, err := be.Empty(dt, shape)
-	if err != nil {
-		o.err = err
-		return nil
-	}
-	o.ts = append(o.ts, t)
-	return t
-}
-
-func (o *outputsCUDA) release() {
-	for _, t := range o.ts {
-		_ = t.Buffer().Free()
-	}
 }
