@@ -14,7 +14,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,18 +21,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgespeech/edge/runtime"
-	"github.com/edgespeech/edge/runtime/cuda"
+	"github.com/edgespeech/edge/runtime/cuda/cudatest"
 	"github.com/edgespeech/edge/runtime/model"
 )
-
-var openCUDA = sync.OnceValues(func() (*cuda.Backend, error) { return cuda.Open(0) })
-
-func cudaBackend(tb testing.TB) *cuda.Backend {
-	tb.Helper()
-	b, err := openCUDA()
-	require.NoError(tb, err)
-	return b
-}
 
 // clip30 is the demo sentence repeated to 30 s (one chunk).
 func clip30(tb testing.TB) []float32 {
@@ -53,7 +43,7 @@ func clip30(tb testing.TB) []float32 {
 // and the backend's own copies (per-item tables, status words, targets,
 // alignment) stay far below one emission matrix.
 func TestCUDAZeroCopyTranscribe(t *testing.T) {
-	be := cudaBackend(t)
+	be := cudatest.Backend(t)
 	cpu, err := Open(defaultModel, Options{})
 	require.NoError(t, err)
 	defer cpu.Close()
@@ -105,7 +95,7 @@ func TestCUDAZeroCopyTranscribe(t *testing.T) {
 // TestCUDAHostRoundTripCopies: bind=host moves the features down and the
 // emissions up (the copies the zero-copy path saves), same words.
 func TestCUDAHostRoundTripCopies(t *testing.T) {
-	be := cudaBackend(t)
+	be := cudatest.Backend(t)
 	gpu, err := Open(defaultModel, Options{Backend: be, Provider: "cuda", Bind: "host"})
 	require.NoError(t, err)
 	defer gpu.Close()
@@ -128,8 +118,8 @@ type benchMode struct {
 }
 
 var benchModes = []benchMode{
-	{"gpu-zero-copy", func(tb testing.TB) runtime.Backend { return cudaBackend(tb) }, "cuda", "device"},
-	{"gpu-host-round-trips", func(tb testing.TB) runtime.Backend { return cudaBackend(tb) }, "cuda", "host"},
+	{"gpu-zero-copy", func(tb testing.TB) runtime.Backend { return cudatest.Backend(tb) }, "cuda", "device"},
+	{"gpu-host-round-trips", func(tb testing.TB) runtime.Backend { return cudatest.Backend(tb) }, "cuda", "host"},
 	{"cpu", func(testing.TB) runtime.Backend { return runtime.CPU }, "cpu", ""},
 }
 
@@ -252,7 +242,7 @@ func modelName(tb testing.TB, path string) string {
 // (device-to-device copies) and gives the CPU pipeline's words; still only
 // the PCM goes up as a placement copy.
 func TestCUDALongAudio(t *testing.T) {
-	be := cudaBackend(t)
+	be := cudatest.Backend(t)
 	opt := Options{ChunkSeconds: 10, OverlapSeconds: 2}
 	cpu, err := Open(defaultModel, opt)
 	require.NoError(t, err)
@@ -284,7 +274,7 @@ func TestCUDALongAudio(t *testing.T) {
 // host path), with CUDA fbank, ctc_greedy, ctc_align and device stitching
 // around it, and requires the CPU pipeline's words. It needs no CUDA EP.
 func TestCUDAPipelineCPUEncoder(t *testing.T) {
-	be := cudaBackend(t)
+	be := cudatest.Backend(t)
 	for _, chunk := range []float64{30, 10} {
 		opt := Options{ChunkSeconds: chunk, OverlapSeconds: 2}
 		cpu, err := Open(defaultModel, opt)

@@ -14,7 +14,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,23 +21,15 @@ import (
 
 	rt "github.com/edgespeech/edge/runtime"
 	"github.com/edgespeech/edge/runtime/cuda"
+	"github.com/edgespeech/edge/runtime/cuda/cudatest"
 )
-
-var openCUDA = sync.OnceValues(func() (*cuda.Backend, error) { return cuda.Open(0) })
-
-func cudaBackend(tb testing.TB) *cuda.Backend {
-	tb.Helper()
-	b, err := openCUDA()
-	require.NoError(tb, err)
-	return b
-}
 
 // runCUDA runs op on the GPU (host inputs are uploaded by the Instance) and
 // returns its outputs on the host, checking that they came back on the
 // device.
 func runCUDA(t testing.TB, name string, params map[string]any, in rt.Tensors) (rt.Tensors, error) {
 	t.Helper()
-	be := cudaBackend(t)
+	be := cudatest.Backend(t)
 	inst, err := rt.New(name, params, be)
 	require.NoError(t, err)
 	out, err := inst.Run(context.Background(), in)
@@ -159,7 +150,7 @@ func newAlignOpCUDA(tb testing.TB, params map[string]any) *alignCUDA {
 	require.NoError(tb, err)
 	p, err := rt.ResolveParams("ctc_align", spec.Params, params)
 	require.NoError(tb, err)
-	op, err := newAlignCUDA(p, cudaBackend(tb))
+	op, err := newAlignCUDA(p, cudatest.Backend(tb))
 	require.NoError(tb, err)
 	return op.(*alignCUDA)
 }
@@ -334,7 +325,7 @@ func TestCUDADTW(t *testing.T) {
 // for the kernels). cells/s counts trellis cells: B*T*(2L+1) for CTC,
 // B*(T-1)*S*S state updates for Viterbi, B*N*M for DTW.
 func BenchmarkCUDA(b *testing.B) {
-	be := cudaBackend(b)
+	be := cudatest.Backend(b)
 	r := rand.New(rand.NewPCG(8, 8))
 	type shape struct {
 		op, name string
@@ -442,7 +433,7 @@ func alignDeviceTime(tb testing.TB, params map[string]any, in rt.Tensors, reps i
 // launcher's choice) and reports the Run wall time (ns/op), the launch's
 // device time (dev-ns/op) and the plan's host time (plan-ns/op).
 func BenchmarkCUDAAlignShape(b *testing.B) {
-	be := cudaBackend(b)
+	be := cudatest.Backend(b)
 	r := rand.New(rand.NewPCG(8, 9))
 	defer func(p, f int) { ctcMinPass, ctcFrames = p, f }(ctcMinPass, ctcFrames)
 	type shape struct{ pass, frames int }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgespeech/edge/runtime"
 	"github.com/edgespeech/edge/runtime/cuda"
+	"github.com/edgespeech/edge/runtime/cuda/cudatest"
 )
 
 // BenchmarkCUDAFbank times the fbank op on the GPU for 30 s clips of speech
@@ -27,7 +28,7 @@ import (
 //
 //	plugins_fbank.test -test.run '^$' -test.bench CUDAFbank -test.benchtime 200x
 func BenchmarkCUDAFbank(b *testing.B) {
-	be, err := openCUDA()
+	be, err := cudatest.Open()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func BenchmarkCUDAFbank(b *testing.B) {
 //
 //	plugins_fbank.test -test.run '^$' -test.bench CUDAFbankGeometry -test.benchtime 100x
 func BenchmarkCUDAFbankGeometry(b *testing.B) {
-	be, err := openCUDA()
+	be, err := cudatest.Open()
 	if err != nil {
 		b.Fatal(err)
 	}

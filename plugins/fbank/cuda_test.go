@@ -14,14 +14,13 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgespeech/edge/runtime"
-	"github.com/edgespeech/edge/runtime/cuda"
+	"github.com/edgespeech/edge/runtime/cuda/cudatest"
 )
 
 // Gates from issue 7.
@@ -30,15 +29,6 @@ const (
 	cudaWhisperDiff = 5e-3    // max |diff| over all frames
 	cudaNeMoDiff    = 1e-2    // max |diff| over valid frames (per_feature, none)
 )
-
-var openCUDA = sync.OnceValues(func() (*cuda.Backend, error) { return cuda.Open(0) })
-
-func cudaBackend(tb testing.TB) *cuda.Backend {
-	tb.Helper()
-	b, err := openCUDA()
-	require.NoError(tb, err)
-	return b
-}
 
 // batchInput packs clips into a [B, N] pcm (or [N] for one clip) with lengths.
 func batchInput(clips [][]float32) runtime.Tensors {
@@ -64,7 +54,7 @@ func batchInput(clips [][]float32) runtime.Tensors {
 // runCUDA runs the fbank op on the GPU and returns its features on the host.
 func runCUDA(t *testing.T, cfg map[string]any, clips ...[]float32) (*runtime.Tensor, []int64) {
 	t.Helper()
-	be := cudaBackend(t)
+	be := cudatest.Backend(t)
 	inst, err := runtime.New("fbank", cfg, be)
 	require.NoError(t, err)
 	defer inst.Close()
@@ -276,7 +266,7 @@ func TestCUDASilenceAndClipping(t *testing.T) {
 }
 
 func TestCUDAErrors(t *testing.T) {
-	be := cudaBackend(t)
+	be := cudatest.Backend(t)
 	good := loadWAV(t, "speech_a")[:8000]
 	withBad := func(i int, v float32) []float32 {
 		x := append([]float32(nil), good...)
@@ -343,7 +333,7 @@ func TestCUDAErrors(t *testing.T) {
 // TestCUDADeviceResident: the op takes and returns device tensors; the only
 // copies are the explicit ones, and they are counted.
 func TestCUDADeviceResident(t *testing.T) {
-	be := cudaBackend(t)
+	be := cudatest.Backend(t)
 	x := loadWAV(t, "speech_a")
 	inst, err := runtime.New("fbank", map[string]any{"preset": "parakeet-128"}, be)
 	require.NoError(t, err)
@@ -379,7 +369,7 @@ func TestCUDADeviceResident(t *testing.T) {
 // the op opted in to, with the filterbank, for the presets, a batch gets 8 steps of 4
 // frames a warp and a single clip 1 (to spread over the GPU).
 func TestCUDALaunchGeometry(t *testing.T) {
-	be := cudaBackend(t)
+	be := cudatest.Backend(t)
 	for _, preset := range []string{"whisper-80", "whisper-128", "parakeet-80", "parakeet-128", "nemo-legacy-128"} {
 		t.Run(preset, func(t *testing.T) {
 			op := cudaOpOf(t, map[string]any{"preset": preset}, be)
@@ -395,7 +385,7 @@ func TestCUDALaunchGeometry(t *testing.T) {
 // TestCUDAParityGeometry checks the launch shapes (steps of 4 frames a warp,
 // blocks of 1 to 4 warps) on a batch of ragged clips, in both layouts.
 func TestCUDAParityGeometry(t *testing.T) {
-	be := cudaBackend(t)
+	be := cudatest.Backend(t)
 	speech := loadWAV(t, "speech_b")
 	rng := rand.New(rand.NewPCG(11, 3))
 	clips := [][]float32{randomClip(rng, speech, 160000), randomClip(rng, speech, 123457), randomClip(rng, speech, 900)}

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/edgespeech/edge/runtime/cuda/cudatest"
 )
 
 // measureShapes are seed 001's five measure shapes (B, T, Q, K, D).
@@ -30,7 +32,7 @@ var measureShapes = [][5]int{
 //
 //	plugins_rvq.test -test.run '^$' -test.bench CUDAEncode -test.benchtime 20x
 func BenchmarkCUDAEncode(b *testing.B) {
-	be, err := openCUDA()
+	be, err := cudatest.Open()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -103,7 +105,7 @@ func BenchmarkCUDAEncode(b *testing.B) {
 // rvq_stream: one launch, clusters): ns/op is the whole call including its
 // synchronising status read.
 func BenchmarkCUDAEncodeStreaming(b *testing.B) {
-	be, err := openCUDA()
+	be, err := cudatest.Open()
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,16 +21,8 @@ import (
 
 	"github.com/edgespeech/edge/runtime"
 	"github.com/edgespeech/edge/runtime/cuda"
+	"github.com/edgespeech/edge/runtime/cuda/cudatest"
 )
-
-var openCUDA = sync.OnceValues(func() (*cuda.Backend, error) { return cuda.Open(0) })
-
-func cudaBackend(tb testing.TB) *cuda.Backend {
-	tb.Helper()
-	b, err := openCUDA()
-	require.NoError(tb, err)
-	return b
-}
 
 // devF32 uploads host values and frees them with the test.
 func devF32(tb testing.TB, be *cuda.Backend, v []float32) cuda.DevicePtr {
@@ -59,7 +50,7 @@ func devOut(tb testing.TB, be *cuda.Backend, n int) cuda.DevicePtr {
 // the number of rows the near-tie guard re-scored.
 func gpuEncode(t *testing.T, c *Codebooks, x []float32, bt Batch, path, variant string) ([]int32, []float32, int) {
 	t.Helper()
-	be := cudaBackend(t)
+	be := cudatest.Backend(t)
 	dc, err := NewDeviceCodebooks(be, c)
 	require.NoError(t, err)
 	defer dc.Free()
@@ -82,7 +73,7 @@ func gpuEncode(t *testing.T, c *Codebooks, x []float32, bt Batch, path, variant 
 // encodePaths lists Encode's paths this GPU runs: the fused kernel, the
 // split-codebook pair and, with thread block clusters, rvq_stream.
 func encodePaths(tb testing.TB) []string {
-	k, err := loadKernels(cudaBackend(tb))
+	k, err := loadKernels(cudatest.Backend(tb))
 	require.NoError(tb, err)
 	paths := []string{"fused"}
 	if k.small != nil && k.update != nil {
@@ -170,7 +161,7 @@ func TestCUDAVariants(t *testing.T) {
 		wantC, wantQ := cpuEncode(t, c, x, bt)
 		for _, v := range variants {
 			t.Run(fmt.Sprintf("D%d/%s", d, v.name), func(t *testing.T) {
-				k, err := loadKernels(cudaBackend(t))
+				k, err := loadKernels(cudatest.Backend(t))
 				require.NoError(t, err)
 				if need := v.shared(d); need > k.maxShared[v.name] {
 					t.Skipf("needs %d B of shared memory at D = %d; the device allows %d B", need, d, k.maxShared[v.name])
@@ -276,7 +267,7 @@ func TestCUDAGolden(t *testing.T) {
 // TestCUDADecode: Decode(Encode(x)) is bit-identical to quantized and to the
 // CPU Decode; a bad code is the CPU's error.
 func TestCUDADecode(t *testing.T) {
-	be := cudaBackend(t)
+	be := cudatest.Backend(t)
 	rng := rand.New(rand.NewPCG(3, 1))
 	c, x := synthCodebooks(t, rng, 2*100, 5, 300, 96)
 	c, err := c.WithSplit(2)
@@ -310,7 +301,7 @@ func devI32(tb testing.TB, be *cuda.Backend, v []int32) cuda.DevicePtr {
 
 // TestCUDAInputErrors: non-finite or too large frames give the CPU's error.
 func TestCUDAInputErrors(t *testing.T) {
-	be := cudaBackend(t)
+	be := cudatest.Backend(t)
 	rng := rand.New(rand.NewPCG(1, 2))
 	c, x := synthCodebooks(t, rng, 2*50, 2, 64, 64)
 	bt := Batch{B: 2, T: 50}
@@ -344,7 +335,7 @@ func TestCUDAInputErrors(t *testing.T) {
 // TestCUDAOp runs the registered ops on the cuda backend with host inputs
 // (codebooks as f32, sizes, split, lengths) against the CPU op.
 func TestCUDAOp(t *testing.T) {
-	be := cudaBackend(t)
+	be := cudatest.Backend(t)
 	rng := rand.New(rand.NewPCG(8, 8))
 	books, x, _ := synth(rng, 3*40, 4, 200, 64)
 	flat := make([]float32, 0, 4*200*64)
@@ -387,7 +378,7 @@ func TestCUDAOp(t *testing.T) {
 // TestCUDAOpCodebookCache: one instance, codebooks unchanged (cached),
 // changed in place (re-prepared), then closed.
 func TestCUDAOpCodebookCache(t *testing.T) {
-	be := cudaBackend(t)
+	be := cudatest.Backend(t)
 	rng := rand.New(rand.NewPCG(4, 4))
 	books, x, _ := synth(rng, 2*30, 3, 100, 64)
 	flat := make([]uint16, 0, 3*100*64)

@@ -11,24 +11,14 @@ package onnx
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgespeech/edge/runtime"
-	"github.com/edgespeech/edge/runtime/cuda"
+	"github.com/edgespeech/edge/runtime/cuda/cudatest"
 )
-
-var openCUDA = sync.OnceValues(func() (*cuda.Backend, error) { return cuda.Open(0) })
-
-func cudaBackend(t testing.TB) *cuda.Backend {
-	t.Helper()
-	b, err := openCUDA()
-	require.NoError(t, err)
-	return b
-}
 
 // cudaCase is a golden model and its host inputs.
 type cudaCase struct {
@@ -54,7 +44,7 @@ var cudaCases = []cudaCase{
 // the backend copies the Run itself made.
 func runOnDevice(t *testing.T, inst *runtime.Instance, in runtime.Tensors) (runtime.Tensors, runtime.TransferStats) {
 	t.Helper()
-	be := cudaBackend(t)
+	be := cudatest.Backend(t)
 	dev := runtime.Tensors{}
 	for k, v := range in {
 		if k == "lengths" {
@@ -96,7 +86,7 @@ const cudaTol = 1e-2
 // the lengths exactly, and the run copies nothing between host and device
 // except the per-item lengths of pcm normalisation.
 func TestCUDAEncoderZeroCopy(t *testing.T) {
-	be := cudaBackend(t)
+	be := cudatest.Backend(t)
 	for _, tc := range cudaCases {
 		t.Run(tc.model, func(t *testing.T) {
 			in := tc.in(t)
@@ -120,7 +110,7 @@ func TestCUDAEncoderZeroCopy(t *testing.T) {
 // round trip) and on the CPU provider under the cuda backend: same results,
 // and the copies are the ones expected.
 func TestCUDAEncoderHostBind(t *testing.T) {
-	be := cudaBackend(t)
+	be := cudatest.Backend(t)
 	for _, params := range []map[string]any{
 		{"execution_provider": ProviderCUDA, "bind": BindHost},
 		{"execution_provider": ProviderCPU},
@@ -155,7 +145,7 @@ func TestCUDAEncoderHostBind(t *testing.T) {
 // TestCUDAEncoderErrors: bad device inputs and a missing plugin library are
 // clear errors; fallback=cpu runs on the CPU and says why.
 func TestCUDAEncoderErrors(t *testing.T) {
-	be := cudaBackend(t)
+	be := cudatest.Backend(t)
 	_, err := runtime.New("encoder", map[string]any{"model": "testdata/nemo", "execution_provider": ProviderCUDA,
 		"ort_cuda_ep": "/no/such/libonnxruntime_providers_cuda.so"}, be)
 	assert.ErrorContains(t, err, "CUDA execution provider library /no/such/libonnxruntime_providers_cuda.so (from config key ort_cuda_ep)")
