@@ -26,47 +26,20 @@ Run it from plugins/rvq on the GPU host, e.g.
 """
 import argparse
 import json
+import os
 import re
 import subprocess
+import sys
 import time
 
 import torch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden"))
+from rvq import make_inputs, seed_reference  # noqa: E402  (the seed's generator and reference, one copy)
+
 PEAK = 790.0  # TFLOP/s, dense bf16, measured on the H200
 MEASURE = [(40, 2048, 8, 1024, 128), (24, 2048, 16, 1024, 128), (48, 1024, 8, 2048, 128),
            (20, 3000, 8, 1024, 256), (80, 1024, 8, 1024, 128)]
-
-
-def make_inputs(B, T, Q, K, D, seed, dev):
-    # seed 001's _mk, verbatim except for the device argument
-    gen = torch.Generator(device=dev).manual_seed(seed)
-    scales = (0.5 ** torch.arange(Q, device=dev, dtype=torch.float32)).view(Q, 1, 1)
-    jitter = 0.6 + 0.8 * torch.rand(Q, K, 1, device=dev, generator=gen)
-    codebooks = (torch.randn(Q, K, D, device=dev, generator=gen) * D ** -0.5 * jitter * scales).to(torch.bfloat16)
-    pick = torch.randint(0, K, (Q, B * T), device=dev, generator=gen)
-    x = torch.zeros(B * T, D, device=dev, dtype=torch.float32)
-    for q in range(Q):
-        x += codebooks[q][pick[q]].float()
-    x += (0.5 ** Q) * 0.05 * torch.randn(B * T, D, device=dev, generator=gen) * D ** -0.5
-    return x.view(B, T, D).contiguous(), codebooks
-
-
-def rvq_reference(x, codebooks):
-    # seed 001's reference, verbatim
-    B, T, D = x.shape
-    Q, K, _ = codebooks.shape
-    r = x.reshape(B * T, D).clone()
-    out = torch.zeros_like(r)
-    codes = torch.empty(B * T, Q, dtype=torch.int32, device=x.device)
-    for q in range(Q):
-        C = codebooks[q].float()
-        d = (r * r).sum(-1, keepdim=True) - 2.0 * (r @ C.t()) + (C * C).sum(-1).view(1, K)
-        j = d.argmin(dim=-1)
-        codes[:, q] = j.to(torch.int32)
-        sel = C[j]
-        r = r - sel
-        out = out + sel
-    return codes.view(B, T, Q), out.view(B, T, D)
 
 
 def rvq_torch_bf16(x, codebooks, cnorm):
@@ -164,9 +137,9 @@ def main():
         x, cb = make_inputs(B, T, Q, K, D, 1000 + i, dev)
         flop = 2 * Q * B * T * K * D
         cnorm = (cb.float() ** 2).sum(-1)
-        ref_codes, _ = rvq_reference(x, cb)
+        ref_codes, _ = seed_reference(x, cb)
         bf_codes, _ = rvq_torch_bf16(x, cb, cnorm)
-        ms_ref = timed(lambda: rvq_reference(x, cb), a.reps)
+        ms_ref = timed(lambda: seed_reference(x, cb), a.reps)
         ms_bf = timed(lambda: rvq_torch_bf16(x, cb, cnorm), a.reps)
         row = {"shape": [B, T, Q, K, D], "gflop": flop / 1e9,
                "reference": {"ms": ms_ref, "tflops": flop / ms_ref / 1e9},

@@ -97,6 +97,24 @@ def reference(x, codebooks):
     return codes.view(B, T, Q), out.view(B, T, D), margin
 
 
+def seed_reference(x, codebooks):
+    """Seed 001's torch reference, verbatim: the timed peer (no margin bookkeeping)."""
+    B, T, D = x.shape
+    Q, K, _ = codebooks.shape
+    r = x.reshape(B * T, D).clone()
+    out = torch.zeros_like(r)
+    codes = torch.empty(B * T, Q, dtype=torch.int32, device=x.device)
+    for q in range(Q):
+        C = codebooks[q].float()
+        d = (r * r).sum(-1, keepdim=True) - 2.0 * (r @ C.t()) + (C * C).sum(-1).view(1, K)
+        j = d.argmin(dim=-1)
+        codes[:, q] = j.to(torch.int32)
+        sel = C[j]
+        r = r - sel
+        out = out + sel
+    return codes.view(B, T, Q), out.view(B, T, D)
+
+
 def cdist_codes(x, codebooks):
     """Greedy RVQ codes from torch.cdist (no expansion of the square), fp32."""
     B, T, D = x.shape
@@ -141,33 +159,17 @@ def bench(devices, repeats):
     """Times reference() (without its margin bookkeeping) per quick shape."""
     import time
 
-    def ref_only(x, codebooks):
-        B, T, D = x.shape
-        Q, K, _ = codebooks.shape
-        r = x.reshape(B * T, D).clone()
-        out = torch.zeros_like(r)
-        codes = torch.empty(B * T, Q, dtype=torch.int32, device=x.device)
-        for q in range(Q):
-            C = codebooks[q].float()
-            d = (r * r).sum(-1, keepdim=True) - 2.0 * (r @ C.t()) + (C * C).sum(-1).view(1, K)
-            j = d.argmin(dim=-1)
-            codes[:, q] = j.to(torch.int32)
-            sel = C[j]
-            r = r - sel
-            out = out + sel
-        return codes.view(B, T, Q), out.view(B, T, D)
-
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
     for dev in devices:
         for B, T, Q, K, D in QUICK_SHAPES:
             x, cb = make_inputs(B, T, Q, K, D, 0, dev)
             sync = torch.cuda.synchronize if dev.startswith("cuda") else (lambda: None)
-            ref_only(x, cb)
+            seed_reference(x, cb)
             sync()
             times = []
             for _ in range(repeats):
                 t0 = time.perf_counter()
-                ref_only(x, cb)
+                seed_reference(x, cb)
                 sync()
                 times.append(time.perf_counter() - t0)
             best = min(times)
