@@ -14,6 +14,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import features  # noqa: E402
+import masked_fill  # noqa: E402
 import model as M  # noqa: E402
 import synth  # noqa: E402
 import textnorm  # noqa: E402
@@ -163,6 +164,52 @@ class ModelTest(unittest.TestCase):
 
 
 @unittest.skipUnless(shutil.which(synth.ESPEAK), "espeak-ng not installed")
+class MaskedFillTest(unittest.TestCase):
+    """masked_fill.rewrite: Where(cond, s, x) becomes arithmetic with the same values."""
+
+    def test_rewrite_matches_where(self):
+        import onnx
+        from onnx import helper, numpy_helper
+
+        TP = onnx.TensorProto
+        nodes = [
+            helper.make_node("Constant", [], ["zero"], value=numpy_helper.from_array(np.array(0.0, np.float32))),
+            helper.make_node("Constant", [], ["big"], value=numpy_helper.from_array(np.array(-1e9, np.float32))),
+            helper.make_node("Where", ["cond", "zero", "x"], ["y0"]),
+            helper.make_node("Where", ["cond", "big", "x"], ["y1"]),
+            helper.make_node("Where", ["cond", "x", "x"], ["y2"]),  # no scalar branch: kept
+        ]
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("cond", TP.BOOL, [2, 3, 1]),
+                                           helper.make_tensor_value_info("x", TP.FLOAT, [2, 3, 4])],
+                              [helper.make_tensor_value_info(y, TP.FLOAT, [2, 3, 4]) for y in ("y0", "y1", "y2")])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        self.assertEqual(masked_fill.rewrite(m), 2)
+        onnx.checker.check_model(m)
+        self.assertEqual([n.op_type for n in m.graph.node].count("Where"), 1)
+
+        rng = np.random.default_rng(0)
+        env = {"cond": rng.random((2, 3, 1)) < 0.5, "x": rng.standard_normal((2, 3, 4)).astype(np.float32)}
+        env.update({i.name: numpy_helper.to_array(i) for i in m.graph.initializer})
+        ops = {"Sub": np.subtract, "Mul": np.multiply, "Add": np.add}
+        for n in m.graph.node:
+            if n.op_type == "Constant":
+                env[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+            elif n.op_type == "Cast":
+                env[n.output[0]] = env[n.input[0]].astype(np.float32)
+            elif n.op_type == "Where":
+                env[n.output[0]] = np.where(*(env[i] for i in n.input))
+            else:
+                env[n.output[0]] = ops[n.op_type](env[n.input[0]], env[n.input[1]]).astype(np.float32)
+        np.testing.assert_array_equal(env["y0"], np.where(env["cond"], np.float32(0), env["x"]))
+        np.testing.assert_array_equal(env["y1"], np.where(env["cond"], np.float32(-1e9), env["x"]))
+
+    def test_bundled_model_has_no_masked_fill_where(self):
+        import onnx
+
+        m = onnx.load(os.path.join(os.path.dirname(__file__), "..", "default", "model.onnx"))
+        self.assertEqual(masked_fill.rewrite(m), 0)
+
+
 class SynthTest(unittest.TestCase):
     def test_espeak(self):
         pcm = synth.espeak("hello world", "en-us", "f2", 175, 50)
