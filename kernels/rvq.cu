@@ -193,6 +193,63 @@ __device__ __forceinline__ void bulkCopy(uint32_t dst, const void* src, int byte
 }
 #endif
 
+// RVQ_MCAST: the multicast (mc) variants share their codebook stream
+// between the two CTAs of a cluster (bulk copies multicast to both, slots
+// released by both CTAs' warps): sm_90a builds with wgmma; elsewhere they
+// run like their wa twins.
+#if RVQ_BULK && RVQ_HAVE_WGMMA
+#define RVQ_MCAST 1
+// clusterRank is the CTA's rank in its cluster.
+__device__ __forceinline__ uint32_t clusterRank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// clusterSync: every thread of every CTA of the cluster (release/acquire).
+__device__ __forceinline__ void clusterSync() {
+  asm volatile("barrier.cluster.arrive.aligned;\nbarrier.cluster.wait.aligned;\n" ::: "memory");
+}
+// mbarArriveAt arrives on the mbarrier at shared address a of the cluster's
+// CTA rank (release, cluster scope).
+__device__ __forceinline__ void mbarArriveAt(uint32_t a, uint32_t rank) {
+  asm volatile(
+      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(a),
+      "r"(rank)
+      : "memory");
+}
+// bulkCopyMC copies bytes from global memory to shared address dst of every
+// CTA in ctaMask, completing on the mbarrier at mbar in each of them.
+__device__ __forceinline__ void bulkCopyMC(uint32_t dst, const void* src, int bytes, uint32_t mbar, uint16_t ctaMask) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], %4;\n" ::"r"(dst),
+      "l"(src), "r"(bytes), "r"(mbar), "h"(ctaMask)
+      : "memory");
+}
+#else
+#define RVQ_MCAST 0
+#endif
+// kMcast is the number of CTAs sharing a ring (the cluster of an mc
+// variant on sm_90a, else 1).
+template <bool MC>
+constexpr int kMcast = (MC && RVQ_MCAST) ? 2 : 1;
+
+#if RVQ_BULK
+// releaseSlot: the warp is done with the ring slot whose empty mbarrier is
+// at a (its lane 0 calls this); mc: in both CTAs of the cluster.
+template <bool MC>
+__device__ __forceinline__ void releaseSlot(uint32_t a) {
+#if RVQ_MCAST
+  if constexpr (MC) {
+    mbarArriveAt(a, 0);
+    mbarArriveAt(a, 1);
+    return;
+  }
+#endif
+  mbarArrive(a);
+}
+#endif
+
 // Pipe counts the ring's loads across the chains of a launch: cons is the
 // next load the CTA consumes (slot cons % S, mbarrier parity (cons / S) & 1),
 // prod the next load thread 0 issues (bulk path).
@@ -228,6 +285,32 @@ __device__ __forceinline__ void wgCommit() { asm volatile("wgmma.commit_group.sy
 __device__ __forceinline__ void wgWait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
 __device__ __forceinline__ void wgWait1() { asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); }
 __device__ __forceinline__ void proxyFence() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// regsDec / regsInc set the calling warpgroup's registers a thread
+// (setmaxnreg; a multiple of 8 in 24..256; every warp of the warpgroup
+// executes it). kProducerRegs + 2 * kComputeRegs = 504 registers a thread
+// across one producer and two compute warpgroups: the 168 x 3 they start
+// with (__launch_bounds__(384, 1)).
+constexpr int kProducerRegs = 40, kComputeRegs = 232;
+template <int N>
+__device__ __forceinline__ void regsDec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void regsInc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+// fenceAcc pins the accumulators of an asynchronous wgmma in program order:
+// the compiler may not move their reads or writes across it (no
+// instruction is emitted).
+template <int M, int N>
+__device__ __forceinline__ void fenceAcc(float (&d)[M][N][4]) {
+#pragma unroll
+  for (int m = 0; m < M; m++)
+#pragma unroll
+    for (int n = 0; n < N; n++)
+#pragma unroll
+      for (int v = 0; v < 4; v++) asm volatile("" : "+f"(d[m][n][v])::"memory");
+}
 #endif
 
 // Best is a running (best, second) pair of scores with the best one's entry
@@ -322,13 +405,15 @@ struct Cursor {
   int q, nt, kc;
 };
 
-template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS, bool PW>
+template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS, bool PW, bool AW, bool MC>
 __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, long long row0, char* smem, Pipe& pipe) {
   using C = Cfg<BM, BN, WM, WN, S>;
   // kWG: this instantiation issues wgmma (sm_90a builds);
   // otherwise the same tiling runs on mma.sync.
   constexpr bool kWG = WG && RVQ_HAVE_WGMMA;
   static_assert(!WG || (WN == 1 && BN == 128 && BM == 16 * WM && WM % 4 == 0), "wgmma tiling: a warpgroup per 64 rows, N = 128");
+  static_assert(!AW || (WG && PW && BM == 128), "the asynchronous N-tile pipeline: wgmma, a producer warpgroup, two compute warpgroups");
+  static_assert(!MC || AW, "multicast rings are fed by a producer warpgroup");
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / WN, wn = warp % WN;
   // cbar synchronises the compute warps (not the producer warp of PW).
@@ -467,6 +552,24 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   // min/max dependency chains of the epilogue where registers allow.
   constexpr int kG = C::MT == 1 ? 2 : 1;
   B best[C::MT][2][kG];
+  // fold adds N-tile nt's scores (acc: its dot products; hn: ring slot hs)
+  // to the running minima: s = hn_e - dot, 5 instructions a score.
+  auto fold = [&](const float (&acc)[C::MT][C::NT][4], int nt, int hs) {
+    const float* sh = hnRing + hs * BN;
+#pragma unroll
+    for (int n = 0; n < C::NT; n++) {
+      const int col = wn * (BN / WN) + n * 8 + (lane & 3) * 2;
+      const float2 h = *reinterpret_cast<const float2*>(sh + col);
+      const int e = nt * BN + col;
+#pragma unroll
+      for (int m = 0; m < C::MT; m++) {
+        best[m][0][n % kG].add(h.x - acc[m][n][0], e);
+        best[m][0][n % kG].add(h.y - acc[m][n][1], e + 1);
+        best[m][1][n % kG].add(h.x - acc[m][n][2], e);
+        best[m][1][n % kG].add(h.y - acc[m][n][3], e + 1);
+      }
+    }
+  };
   int slot = 0;
   for (int q = q0; q < q1; q++) {
     const int off = p.meta[q * 4], K = p.meta[q * 4 + 1];
@@ -492,7 +595,72 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     } else {
       cbar();
     }
-    for (int nt = 0; nt < ntiles; nt++) {
+    bool piped = false;  // the stage's N-tiles went through the AW pipeline
+#if RVQ_HAVE_WGMMA && RVQ_BULK
+    if constexpr (kWG && AW) {
+      // Two accumulator sets: tile nt+1's wgmma runs on the tensor cores
+      // while the warps fold tile nt's scores (wgmma.wait_group 1). A tile
+      // holds its KC ring slots from its wgmma until its fold (hn rides in
+      // them), so the next tile's loads need S >= 2*KC: else the plain
+      // loop below runs.
+      if (2 * KC <= S) {
+        piped = true;
+        float accB[C::MT][C::NT][4];
+        const uint32_t aW = smemAddr(sA) + (warp >> 2) * 64 * 128;
+        // issueTile queues the wgmma of the next N-tile (loads pipe.cons ..
+        // pipe.cons + KC - 1) into d, one commit group.
+        auto issueTile = [&](float (&d)[C::MT][C::NT][4]) {
+          fenceAcc(d);  // the last fold's reads of d stay before the wgmma
+          wgFence();
+          for (int kc = 0; kc < KC; kc++) {
+            const int s = pipe.cons % S;
+            mbarWait(fullA + 8 * s, (pipe.cons / S) & 1);
+            const uint32_t a0 = aW + kc * (BM * 128), b0 = ringAddr + s * C::kSlotB;
+#pragma unroll
+            for (int ks = 0; ks < kBK / 16; ks++)
+              wgmma64x128(reinterpret_cast<float(&)[16][4]>(d[0]), wgDesc(a0 + ks * 32), wgDesc(b0 + ks * 32), (kc | ks) != 0);
+            pipe.cons++;
+          }
+          wgCommit();
+        };
+        // foldTile folds tile nt (its wgmma complete: call after the wait)
+        // whose first load was first, then releases its KC slots.
+        auto foldTile = [&](float (&d)[C::MT][C::NT][4], int nt, int first) {
+          fenceAcc(d);  // the reads below stay after the wait
+          fold(d, nt, (first + KC - 1) % S);
+          __syncwarp();
+          if (lane == 0)
+            for (int kc = 0; kc < KC; kc++) releaseSlot<MC>(emptyA + 8 * ((first + kc) % S));
+        };
+        // Even tiles accumulate in accum, odd ones in accB.
+        int first = pipe.cons, nt = 1;
+        issueTile(accum);
+        for (; nt + 1 < ntiles; nt += 2) {
+          int f = pipe.cons;
+          issueTile(accB);
+          wgWait1();
+          foldTile(accum, nt - 1, first);
+          first = f, f = pipe.cons;
+          issueTile(accum);
+          wgWait1();
+          foldTile(accB, nt, first);
+          first = f;
+        }
+        if (nt < ntiles) {  // tile nt - 1 in accum, one more (odd) tile
+          const int f = pipe.cons;
+          issueTile(accB);
+          wgWait1();
+          foldTile(accum, nt - 1, first);
+          wgWait0();
+          foldTile(accB, nt, f);
+        } else {
+          wgWait0();
+          foldTile(accum, nt - 1, first);
+        }
+      }
+    }
+#endif
+    for (int nt = 0; nt < (piped ? 0 : ntiles); nt++) {
 #pragma unroll
       for (int m = 0; m < C::MT; m++)
 #pragma unroll
@@ -530,7 +698,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
             wgWait0();
           if (kc > 0) {
             __syncwarp();
-            if (lane == 0) mbarArrive(emptyA + 8 * ((pipe.cons + S - 1) % S));
+            if (lane == 0) releaseSlot<MC>(emptyA + 8 * ((pipe.cons + S - 1) % S));
           }
 #else
           wgWait0();
@@ -558,28 +726,13 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
             }
           }
         }
-        if (kc == KC - 1) {  // epilogue of this N-tile: fold the scores
-          const float* sh = hnRing + slot * BN;
-#pragma unroll
-          for (int n = 0; n < C::NT; n++) {
-            int col = wn * (BN / WN) + n * 8 + (lane & 3) * 2;
-            float h0 = sh[col], h1 = sh[col + 1];
-            int e = nt * BN + col;
-#pragma unroll
-            for (int m = 0; m < C::MT; m++) {
-              best[m][0][n % kG].add(h0 - accum[m][n][0], e);
-              best[m][0][n % kG].add(h1 - accum[m][n][1], e + 1);
-              best[m][1][n % kG].add(h0 - accum[m][n][2], e);
-              best[m][1][n % kG].add(h1 - accum[m][n][3], e + 1);
-            }
-          }
-        }
+        if (kc == KC - 1) fold(accum, nt, slot);  // epilogue of this N-tile
 #if RVQ_BULK
         // The warp is done with the slot (ldmatrix results consumed; wgmma:
         // released here only after the N-tile's last k-chunk, see above).
         if (!kWG || kc == KC - 1) {
           __syncwarp();
-          if (lane == 0) mbarArrive(emptyA + 8 * slot);
+          if (lane == 0) releaseSlot<MC>(emptyA + 8 * slot);
         }
         pipe.cons++;
         if (!PW && tid == 0 && pipe.prod < end) produce();
@@ -786,7 +939,7 @@ __device__ __forceinline__ void writePadding(const Params& p, long long row0, in
 // streams every (stage, N-tile, k-chunk) load of every chain through the
 // ring, waiting on each slot's empty barrier, never on the compute warps'
 // decisions (the sequence of codebook tiles does not depend on them).
-template <int BM, int BN, int WN, int S, int NW>
+template <int BM, int BN, int WN, int S, int NW, bool MC>
 __device__ __forceinline__ void produceAll(const Params& p, char* smem) {
 #if RVQ_BULK
   using C = Cfg<BM, BN, 1, WN, S>;
@@ -804,18 +957,42 @@ __device__ __forceinline__ void produceAll(const Params& p, char* smem) {
         const int s = L % S;
         if (L >= S) mbarWait(emptyA + 8 * s, ((L / S) - 1) & 1);
         mbarExpectTx(fullA + 8 * s, C::kSlot);
+#if RVQ_MCAST
+        if constexpr (MC) {
+          // This CTA's half of the slot (codeword rows [64 rank, 64 rank +
+          // 64) of each 128-row tile, the same half of hn) to both CTAs;
+          // the other CTA sends the other half. Both CTAs' full barriers
+          // expect the whole slot.
+          const uint32_t rank = clusterRank();
 #pragma unroll
-        for (int t = 0; t < BN / 128; t++) {
-          const size_t tile = (size_t(off / 128 + nt * (BN / 128) + t) * KC + kc) * (128 * kBK);
-          bulkCopy(ringAddr + s * C::kSlotB + t * 128 * kBK * 2, p.tiles + tile, 128 * kBK * 2, fullA + 8 * s);
+          for (int t = 0; t < BN / 128; t++) {
+            const size_t tile = (size_t(off / 128 + nt * (BN / 128) + t) * KC + kc) * (128 * kBK) + rank * 64 * kBK;
+            bulkCopyMC(ringAddr + s * C::kSlotB + t * 128 * kBK * 2 + rank * 64 * kBK * 2, p.tiles + tile, 64 * kBK * 2,
+                       fullA + 8 * s, 3);
+          }
+          bulkCopyMC(smemAddr(hnRing + s * BN + rank * (BN / 2)), p.hn + off + nt * BN + rank * (BN / 2), BN * 2,
+                     fullA + 8 * s, 3);
+        } else
+#endif
+        {
+#pragma unroll
+          for (int t = 0; t < BN / 128; t++) {
+            const size_t tile = (size_t(off / 128 + nt * (BN / 128) + t) * KC + kc) * (128 * kBK);
+            bulkCopy(ringAddr + s * C::kSlotB + t * 128 * kBK * 2, p.tiles + tile, 128 * kBK * 2, fullA + 8 * s);
+          }
+          bulkCopy(smemAddr(hnRing + s * BN), p.hn + off + nt * BN, BN * 4, fullA + 8 * s);
         }
-        bulkCopy(smemAddr(hnRing + s * BN), p.hn + off + nt * BN, BN * 4, fullA + 8 * s);
       }
+  }
+  if constexpr (kMcast<MC> > 1) {
+    // The other CTA's warps arrive on this CTA's empty barriers: wait for
+    // the last releases so that none lands after this CTA exits.
+    for (int l = L > S ? L - S : 0; l < L; l++) mbarWait(emptyA + 8 * (l % S), (l / S) & 1);
   }
 #endif
 }
 
-template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS, bool PW>
+template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS, bool PW, bool AW, bool MC>
 __device__ __forceinline__ void encode(const Params& p) {
   using C = Cfg<BM, BN, WM, WN, S>;
   extern __shared__ __align__(1024) char rvqSmem[];
@@ -829,26 +1006,38 @@ __device__ __forceinline__ void encode(const Params& p) {
     if (threadIdx.x == 0)
       for (int s = 0; s < S; s++) {
         mbarInit(fullA + 8 * s, 1);
-        mbarInit(emptyA + 8 * s, C::kWarps);
+        mbarInit(emptyA + 8 * s, kMcast<MC> * C::kWarps);
       }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    __syncthreads();
+#if RVQ_MCAST
+    if constexpr (MC) clusterSync();  // the other CTA's barriers are ready too
+    else
+#endif
+      __syncthreads();
   }
 #endif
-  if (PW && threadIdx.x >= C::kThreads) {  // the producer warp
-    produceAll<BM, BN, WN, S, C::kWarps>(p, rvqSmem);
-    return;
-  }
-  writePadding(p, row0, BM, C::kThreads);
-  int split = static_cast<int>(p.split), Q = static_cast<int>(p.Q);
-  Pipe pipe;
-  if (split == 0) {
-    encodeChain<BM, BN, WM, WN, S, WG, B, RS, PW>(p, 0, Q, row0, rvqSmem, pipe);
+  if (PW && threadIdx.x >= C::kThreads) {
+    // The producer warp (AW: warpgroup, whose first warp produces and which
+    // hands registers to the compute warpgroups: setmaxnreg).
+#if RVQ_HAVE_WGMMA
+    if constexpr (AW) regsDec<kProducerRegs>();
+#endif
+    if (threadIdx.x < C::kThreads + 32) produceAll<BM, BN, WN, S, C::kWarps, MC>(p, rvqSmem);
   } else {
-    encodeChain<BM, BN, WM, WN, S, WG, B, RS, PW>(p, 0, split, row0, rvqSmem, pipe);
-    encodeChain<BM, BN, WM, WN, S, WG, B, RS, PW>(p, split, Q, row0, rvqSmem, pipe);
+#if RVQ_HAVE_WGMMA
+    if constexpr (AW) regsInc<kComputeRegs>();
+#endif
+    writePadding(p, row0, BM, C::kThreads);
+    int split = static_cast<int>(p.split), Q = static_cast<int>(p.Q);
+    Pipe pipe;
+    if (split == 0) {
+      encodeChain<BM, BN, WM, WN, S, WG, B, RS, PW, AW, MC>(p, 0, Q, row0, rvqSmem, pipe);
+    } else {
+      encodeChain<BM, BN, WM, WN, S, WG, B, RS, PW, AW, MC>(p, 0, split, row0, rvqSmem, pipe);
+      encodeChain<BM, BN, WM, WN, S, WG, B, RS, PW, AW, MC>(p, split, Q, row0, rvqSmem, pipe);
+    }
+    writeQuantized<BM, C::kThreads>(p, row0);
   }
-  writeQuantized<BM, C::kThreads>(p, row0);
 }
 
 }  // namespace rvqk
@@ -862,31 +1051,57 @@ __device__ __forceinline__ void encode(const Params& p) {
 
 // Variants (BM, BN, WM x WN warps, ring depth S); the Go launcher picks one
 // per D (shared memory) and $EDGE_RVQ_VARIANT overrides it for sweeps.
-#define RVQ_VARIANT(name, BM, BN, WM, WN, S, MINB, WG, B, RS, PW)                                          \
-  extern "C" __global__ void __launch_bounds__(WM * WN * 32 + (PW ? 32 : 0), MINB) name(RVQ_ENCODE_ARGS) { \
-    rvqk::encode<BM, BN, WM, WN, S, WG, rvqk::B, RS, PW>(RVQ_PARAMS);                                    \
+#define RVQ_VARIANT_ATTR(attr, name, BM, BN, WM, WN, S, MINB, WG, B, RS, PW, AW, MC)                          \
+  extern "C" __global__ void attr __launch_bounds__(WM * WN * 32 + (AW ? 128 : PW ? 32 : 0), MINB)               \
+      name(RVQ_ENCODE_ARGS) {                                                                                   \
+    rvqk::encode<BM, BN, WM, WN, S, WG, rvqk::B, RS, PW, AW, MC>(RVQ_PARAMS);                                 \
   }
+#define RVQ_VARIANT(name, BM, BN, WM, WN, S, MINB, WG, B, RS, PW, AW) \
+  RVQ_VARIANT_ATTR(, name, BM, BN, WM, WN, S, MINB, WG, B, RS, PW, AW, false)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define RVQ_PAIR_CLUSTER __cluster_dims__(2, 1, 1)
+#else
+#define RVQ_PAIR_CLUSTER
+#endif
 // name: m<BM> n<BN> w<WM><WN> (warps) s<ring depth>, p: packed running
 // minimum (all), r: fp32 residual in shared memory, x2: two CTAs an SM,
 // w: a producer warp (one more warp in the block) streams the ring.
-RVQ_VARIANT(rvq_encode_m128n128w24s4p, 128, 128, 2, 4, 4, 1, false, Best, false, false)
-RVQ_VARIANT(rvq_encode_m128n128w24s4pr, 128, 128, 2, 4, 4, 1, false, Best, true, false)
-RVQ_VARIANT(rvq_encode_m128n256w24s3p, 128, 256, 2, 4, 3, 1, false, Best, false, false)
-RVQ_VARIANT(rvq_encode_m64n128w14s4p, 64, 128, 1, 4, 4, 1, false, Best, false, false)
+// (RVQ_ONLY_NEW: a quick sm_90a build of the wa/wc variants for experiments.)
+#if !defined(RVQ_ONLY_NEW)
+RVQ_VARIANT(rvq_encode_m128n128w24s4p, 128, 128, 2, 4, 4, 1, false, Best, false, false, false)
+RVQ_VARIANT(rvq_encode_m128n128w24s4pr, 128, 128, 2, 4, 4, 1, false, Best, true, false, false)
+RVQ_VARIANT(rvq_encode_m128n256w24s3p, 128, 256, 2, 4, 3, 1, false, Best, false, false, false)
+RVQ_VARIANT(rvq_encode_m64n128w14s4p, 64, 128, 1, 4, 4, 1, false, Best, false, false, false)
 // mma.sync with whole N-tiles per warp (WN = 1: warp-local stage end).
-RVQ_VARIANT(rvq_encode_m256n128w81s4p, 256, 128, 8, 1, 4, 1, false, Best, false, false)
-RVQ_VARIANT(rvq_encode_m128n128w41s4px2, 128, 128, 4, 1, 4, 2, false, Best, false, false)
-RVQ_VARIANT(rvq_encode_m128n128w41s4pwx2, 128, 128, 4, 1, 4, 2, false, Best, false, true)
+RVQ_VARIANT(rvq_encode_m256n128w81s4p, 256, 128, 8, 1, 4, 1, false, Best, false, false, false)
+RVQ_VARIANT(rvq_encode_m128n128w41s4px2, 128, 128, 4, 1, 4, 2, false, Best, false, false, false)
+RVQ_VARIANT(rvq_encode_m128n128w41s4pwx2, 128, 128, 4, 1, 4, 2, false, Best, false, true, false)
 // Hopper: wgmma m64n128k16 from shared memory, a warpgroup per 64 rows (the
 // mma.sync tiling WM x 1 warps, 16 rows x 128 codewords a warp, elsewhere).
-RVQ_VARIANT(rvq_encode_wg_m128n128s4p, 128, 128, 8, 1, 4, 1, true, Best, false, false)
-RVQ_VARIANT(rvq_encode_wg_m128n128s4pw, 128, 128, 8, 1, 4, 1, true, Best, false, true)
-RVQ_VARIANT(rvq_encode_wg_m128n128s6pw, 128, 128, 8, 1, 6, 1, true, Best, false, true)
-RVQ_VARIANT(rvq_encode_wg_m128n128s3px2, 128, 128, 8, 1, 3, 2, true, Best, false, false)
-RVQ_VARIANT(rvq_encode_wg_m128n128s3pwx2, 128, 128, 8, 1, 3, 2, true, Best, false, true)
-RVQ_VARIANT(rvq_encode_wg_m192n128s4p, 192, 128, 12, 1, 4, 1, true, Best, false, false)
-RVQ_VARIANT(rvq_encode_wg_m192n128s4pw, 192, 128, 12, 1, 4, 1, true, Best, false, true)
-RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, Best, false, false)
+RVQ_VARIANT(rvq_encode_wg_m128n128s4p, 128, 128, 8, 1, 4, 1, true, Best, false, false, false)
+RVQ_VARIANT(rvq_encode_wg_m128n128s4pw, 128, 128, 8, 1, 4, 1, true, Best, false, true, false)
+RVQ_VARIANT(rvq_encode_wg_m128n128s6pw, 128, 128, 8, 1, 6, 1, true, Best, false, true, false)
+RVQ_VARIANT(rvq_encode_wg_m128n128s3px2, 128, 128, 8, 1, 3, 2, true, Best, false, false, false)
+RVQ_VARIANT(rvq_encode_wg_m128n128s3pwx2, 128, 128, 8, 1, 3, 2, true, Best, false, true, false)
+RVQ_VARIANT(rvq_encode_wg_m192n128s4p, 192, 128, 12, 1, 4, 1, true, Best, false, false, false)
+RVQ_VARIANT(rvq_encode_wg_m192n128s4pw, 192, 128, 12, 1, 4, 1, true, Best, false, true, false)
+RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, Best, false, false, false)
+#endif
+// Hopper, asynchronous N-tiles (a): two accumulator sets per warpgroup, the
+// next N-tile's wgmma in flight while the warps fold the current one's
+// scores; one CTA an SM (288 threads: 224 registers a thread, room for the
+// 2 x 64 accumulators). Needs S >= 2 * Dp / 64 ring slots (else it runs the
+// plain N-tile loop).
+RVQ_VARIANT(rvq_encode_wa_m128n128s8pw, 128, 128, 8, 1, 8, 1, true, Best, false, true, true)
+RVQ_VARIANT(rvq_encode_wa_m128n128s6pw, 128, 128, 8, 1, 6, 1, true, Best, false, true, true)
+RVQ_VARIANT(rvq_encode_wa_m128n128s6pwr, 128, 128, 8, 1, 6, 1, true, Best, true, true, true)
+// wa with a cluster of two CTAs (an even grid) sharing one codebook stream
+// (mc): each CTA's producer loads half of every slot and multicasts it to
+// both, halving the L2 -> SM traffic.
+#if defined(RVQ_MC)
+RVQ_VARIANT_ATTR(RVQ_PAIR_CLUSTER, rvq_encode_wc_m128n128s8pw, 128, 128, 8, 1, 8, 1, true, Best, false, true, true, true)
+RVQ_VARIANT_ATTR(RVQ_PAIR_CLUSTER, rvq_encode_wc_m128n128s6pwr, 128, 128, 8, 1, 6, 1, true, Best, true, true, true, true)
+#endif
 
 // rvq_small_score: stage q of the small-batch path. Grid (ceil(K/256),
 // nrows), block 256: thread e scores entry e exactly (CPU formula) for the

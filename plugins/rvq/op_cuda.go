@@ -65,15 +65,39 @@ type variant struct {
 	bm, bn, wm, wn, stage int
 	rs                    bool
 	pw                    bool // one more warp: the ring's producer
+	// aw: asynchronous N-tiles (two accumulator sets, the next tile's
+	// wgmma in flight during the fold of the current one) and a producer
+	// warpgroup instead of a warp; the pipeline needs stage >= 2*dp/64 ring
+	// slots, else the kernel runs the plain loop.
+	aw bool
+	// mc: a cluster of two CTAs shares one codebook stream (multicast bulk
+	// copies); the grid is even.
+	mc bool
+}
+
+// grid is its number of CTAs for rows rows.
+func (v variant) grid(rows int) int {
+	n := (rows + v.bm - 1) / v.bm
+	if v.mc {
+		n += n % 2
+	}
+	return n
 }
 
 // threads is its block size.
 func (v variant) threads() int {
-	if v.pw {
+	switch {
+	case v.aw:
+		return 32 * (v.wm*v.wn + 4)
+	case v.pw:
 		return 32 * (v.wm*v.wn + 1)
 	}
 	return 32 * v.wm * v.wn
 }
+
+// pipelined reports whether the variant runs its asynchronous N-tile
+// pipeline for rows of dp values (its ring holds two N-tiles).
+func (v variant) pipelined(dp int) bool { return v.aw && v.stage >= 2*dp/dimAlign }
 
 // shared is its dynamic shared memory for rows of dp values: the bf16 A
 // tile, the ring (codewords and hn), the per-warp partial minima, three
@@ -91,23 +115,32 @@ func (v variant) shared(dp int) int {
 // first whose shared memory fits the device for the codebooks' D (the wg
 // ones on Hopper only).
 var variants = []variant{
-	{"rvq_encode_wg_m128n128s3px2", 128, 128, 8, 1, 3, false, false},
-	{"rvq_encode_wg_m192n128s4p", 192, 128, 12, 1, 4, false, false},
-	{"rvq_encode_wg_m128n128s4p", 128, 128, 8, 1, 4, false, false},
-	{"rvq_encode_m128n128w24s4p", 128, 128, 2, 4, 4, false, false},
-	{"rvq_encode_m64n128w14s4p", 64, 128, 1, 4, 4, false, false},
-	{"rvq_encode_m128n128w24s4pr", 128, 128, 2, 4, 4, true, false},
-	{"rvq_encode_m128n256w24s3p", 128, 256, 2, 4, 3, false, false},
-	{"rvq_encode_m256n128w81s4p", 256, 128, 8, 1, 4, false, false},
-	{"rvq_encode_m128n128w41s4px2", 128, 128, 4, 1, 4, false, false},
-	{"rvq_encode_m128n128w41s4pwx2", 128, 128, 4, 1, 4, false, true},
+	{"rvq_encode_wg_m128n128s3px2", 128, 128, 8, 1, 3, false, false, false, false},
+	{"rvq_encode_wg_m192n128s4p", 192, 128, 12, 1, 4, false, false, false, false},
+	{"rvq_encode_wg_m128n128s4p", 128, 128, 8, 1, 4, false, false, false, false},
+	{"rvq_encode_m128n128w24s4p", 128, 128, 2, 4, 4, false, false, false, false},
+	{"rvq_encode_m64n128w14s4p", 64, 128, 1, 4, 4, false, false, false, false},
+	{"rvq_encode_m128n128w24s4pr", 128, 128, 2, 4, 4, true, false, false, false},
+	{"rvq_encode_m128n256w24s3p", 128, 256, 2, 4, 3, false, false, false, false},
+	{"rvq_encode_m256n128w81s4p", 256, 128, 8, 1, 4, false, false, false, false},
+	{"rvq_encode_m128n128w41s4px2", 128, 128, 4, 1, 4, false, false, false, false},
+	{"rvq_encode_m128n128w41s4pwx2", 128, 128, 4, 1, 4, false, true, false, false},
 	// wg: wgmma on sm_90a (unless kernels/rvq.cu is built with
 	// RVQ_NO_WGMMA), the same tiling on mma.sync elsewhere.
-	{"rvq_encode_wg_m128n128s4pw", 128, 128, 8, 1, 4, false, true},
-	{"rvq_encode_wg_m128n128s6pw", 128, 128, 8, 1, 6, false, true},
-	{"rvq_encode_wg_m128n128s3pwx2", 128, 128, 8, 1, 3, false, true},
-	{"rvq_encode_wg_m192n128s4pw", 192, 128, 12, 1, 4, false, true},
-	{"rvq_encode_wg_m256n128s3p", 256, 128, 16, 1, 3, false, false},
+	{"rvq_encode_wg_m128n128s4pw", 128, 128, 8, 1, 4, false, true, false, false},
+	{"rvq_encode_wg_m128n128s6pw", 128, 128, 8, 1, 6, false, true, false, false},
+	{"rvq_encode_wg_m128n128s3pwx2", 128, 128, 8, 1, 3, false, true, false, false},
+	{"rvq_encode_wg_m192n128s4pw", 192, 128, 12, 1, 4, false, true, false, false},
+	{"rvq_encode_wg_m256n128s3p", 256, 128, 16, 1, 3, false, false, false, false},
+	// wa: wg with asynchronous N-tiles, a producer warpgroup and
+	// setmaxnreg (sm_90a).
+	{"rvq_encode_wa_m128n128s8pw", 128, 128, 8, 1, 8, false, true, true, false},
+	{"rvq_encode_wa_m128n128s6pw", 128, 128, 8, 1, 6, false, true, true, false},
+	{"rvq_encode_wa_m128n128s6pwr", 128, 128, 8, 1, 6, true, true, true, false},
+	// wc: wa in clusters of two CTAs sharing the codebook stream
+	// (multicast).
+	{"rvq_encode_wc_m128n128s8pw", 128, 128, 8, 1, 8, false, true, true, true},
+	{"rvq_encode_wc_m128n128s6pwr", 128, 128, 8, 1, 6, true, true, true, true},
 }
 
 // cudaKernels is the loaded kernel set of a backend.
@@ -141,7 +174,9 @@ func loadKernels(b *cuda.Backend) (*cudaKernels, error) {
 	for _, v := range variants {
 		f, err := mod.Kernel(v.name)
 		if err != nil {
-			return nil, err
+			// A fatbin built before a variant existed lacks it: Encode
+			// chooses among the others, and forcing it is an error.
+			continue
 		}
 		limit, err := f.MaxDynamicShared()
 		if err != nil {
@@ -372,7 +407,13 @@ func (dc *DeviceCodebooks) pick(rows int) (variant, *cuda.Kernel, error) {
 		if want != "" && v.name != want {
 			continue
 		}
-		if want == "" && !dc.k.hopper && strings.HasPrefix(v.name, "rvq_encode_wg_") {
+		if dc.k.fused[v.name] == nil {
+			if want != "" {
+				return v, nil, fmt.Errorf("rvq: variant %s is not in the loaded fatbin", v.name)
+			}
+			continue
+		}
+		if want == "" && !dc.k.hopper && (strings.HasPrefix(v.name, "rvq_encode_wg_") || v.aw) {
 			continue // without wgmma the wg tilings are the slower mma.sync ones
 		}
 		if need := v.shared(dc.dp); need > dc.k.maxShared[v.name] {
@@ -513,7 +554,7 @@ func (dc *DeviceCodebooks) encodeStream(s *devScratch, x cuda.DevicePtr, bt Batc
 func (dc *DeviceCodebooks) launchFused(v variant, k *cuda.Kernel, x cuda.DevicePtr, bt Batch, lengths, res, codes, quantized, stats cuda.DevicePtr) error {
 	c := dc.c
 	rows := bt.B * bt.T
-	return k.Launch(cuda.Dim3{X: (rows + v.bm - 1) / v.bm, Y: 1, Z: 1}, cuda.Dim3{X: v.threads(), Y: 1, Z: 1}, v.shared(dc.dp),
+	return k.Launch(cuda.Dim3{X: v.grid(rows), Y: 1, Z: 1}, cuda.Dim3{X: v.threads(), Y: 1, Z: 1}, v.shared(dc.dp),
 		x, lengths, rows, bt.T, c.dim, dc.dp, len(c.stages), c.split, dc.words, dc.tiles, dc.hn, dc.meta, codes, quantized, res, stats)
 }
 

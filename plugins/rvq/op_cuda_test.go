@@ -14,6 +14,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -149,13 +150,21 @@ func TestCUDAEncodeMatchesCPU(t *testing.T) {
 	}
 }
 
-// TestCUDAVariants runs every fused variant that fits the device on a seed
-// shape at D = 128 and D = 256 and a ragged, split batch.
+// TestCUDAVariants runs every fused variant that fits the device at D = 128
+// and D = 256 on a ragged, split batch whose stages have even and odd
+// numbers of 128-entry N-tiles (6, 5, 2, 8, 1, 6: both ends of the wa
+// variants' two-accumulator pipeline).
 func TestCUDAVariants(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
+	sizes := []int{700, 600, 129, 1000, 64, 700}
 	for _, d := range []int{128, 256} {
-		c, x := synthCodebooks(t, rng, 3*333, 6, 700, d)
-		c, err := c.WithSplit(2)
+		books, x, _ := synth(rng, 3*333, len(sizes), 1000, d)
+		for q, k := range sizes {
+			books[q] = books[q][:k*d]
+		}
+		c, err := NewCodebooksBF16(d, books...)
+		require.NoError(t, err)
+		c, err = c.WithSplit(2)
 		require.NoError(t, err)
 		bt := Batch{B: 3, T: 333, Lengths: []int{333, 0, 201}}
 		wantC, wantQ := cpuEncode(t, c, x, bt)
@@ -163,6 +172,7 @@ func TestCUDAVariants(t *testing.T) {
 			t.Run(fmt.Sprintf("D%d/%s", d, v.name), func(t *testing.T) {
 				k, err := loadKernels(cudatest.Backend(t))
 				require.NoError(t, err)
+				require.NotNil(t, k.fused[v.name], "variant %s is missing from the loaded fatbin", v.name)
 				if need := v.shared(d); need > k.maxShared[v.name] {
 					t.Skipf("needs %d B of shared memory at D = %d; the device allows %d B", need, d, k.maxShared[v.name])
 				}
@@ -227,11 +237,23 @@ func TestCUDANearTies(t *testing.T) {
 	}
 	bt := Batch{B: 1, T: frames}
 	wantC, wantQ := cpuEncode(t, c, x, bt)
+	type run struct{ path, variant string }
+	var runs []run
 	for _, path := range encodePaths(t) {
-		t.Run(path, func(t *testing.T) {
-			gotC, gotQ, rescored := gpuEncode(t, c, x, bt, path, "")
+		runs = append(runs, run{path, ""})
+	}
+	kern, err := loadKernels(cudatest.Backend(t))
+	require.NoError(t, err)
+	for _, v := range variants { // every fused variant that fits at D = 128
+		if kern.fused[v.name] != nil && v.shared(d) <= kern.maxShared[v.name] {
+			runs = append(runs, run{"fused", v.name})
+		}
+	}
+	for _, r := range runs {
+		t.Run(strings.TrimSuffix(r.path+"/"+r.variant, "/"), func(t *testing.T) {
+			gotC, gotQ, rescored := gpuEncode(t, c, x, bt, r.path, r.variant)
 			requireSame(t, wantC, gotC, wantQ, gotQ, 2)
-			if path == "fused" {
+			if r.path == "fused" {
 				assert.Greater(t, rescored, frames/4, "the guard re-scores the near ties")
 				t.Logf("guard re-scored %d row-stages of %d", rescored, 2*frames)
 			}
