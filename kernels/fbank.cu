@@ -67,6 +67,70 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
+__device__ __forceinline__ float warp_min(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fminf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// store_moments writes the (mean, 1/(std + eps)) of one feature from its
+// sums over n frames (n >= 2; unbiased variance, floored at 0).
+__device__ __forceinline__ void store_moments(double s, double s2, double n, double eps, double* mom) {
+  const double mean = s / n;
+  const double var = fmax(0.0, (s2 - s * mean) / (n - 1));
+  mom[0] = mean;
+  mom[1] = 1.0 / (sqrt(var) + eps);
+}
+
+// finish_item ends block (x, b) of fbank_logmel when the kernel reduces the
+// statistics itself (tickets != 0; one word per item, preset to 0 by the
+// launcher): the item's block that finishes last (the threadfence
+// reduction: each block's partials are visible device-wide before it takes
+// its ticket) reduces the item's G partials in a fixed order
+// (deterministic) into result:
+//   kStatsMax:     floors[b] = (float)(max of the G partial maxima - clamp)
+//                  (Whisper: clamp = 8), float result[B];
+//   kStatsMoments: for each feature m, over n = computed frames (>= 2),
+//                  mean = Σy/n, var = max(0, (Σy² - Σy·mean)/(n-1)),
+//                  result[(b·M + m)·2 + {0,1}] = mean, 1/(√var + eps),
+//                  double; the sums in float64, in partial order.
+// Called by every thread of the block.
+__device__ void finish_item(unsigned long long* tickets, const void* partial, long long stats, int M,
+                            long long computed, double clamp, double eps, void* result) {
+  __shared__ bool last;
+  __shared__ float wmax[kMaxWarps];
+  const long long b = blockIdx.y, G = gridDim.x;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(tickets + b, 1ull) == (unsigned long long)(G - 1);
+  __syncthreads();
+  if (!last) return;  // block-uniform
+  __threadfence();
+  if (stats == kStatsMax) {
+    const float* p = static_cast<const float*>(partial) + b * G;
+    float mx = -INFINITY;
+    for (long long g = threadIdx.x; g < G; g += blockDim.x) mx = fmaxf(mx, __ldcg(p + g));
+    mx = warp_max(mx);
+    if (threadIdx.x % kWarp == 0) wmax[threadIdx.x / kWarp] = mx;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int w = 1; w < (int)(blockDim.x / kWarp); w++) mx = fmaxf(mx, wmax[w]);
+      static_cast<float*>(result)[b] = (float)((double)mx - clamp);
+    }
+    return;
+  }
+  for (int m = threadIdx.x; m < M; m += blockDim.x) {
+    const double2* p = static_cast<const double2*>(partial) + b * G * M + m;
+    double s = 0, s2 = 0;
+#pragma unroll 8
+    for (long long g = 0; g < G; g++) {  // in order; unrolled: 8 loads in flight
+      const double2 v = __ldcg(p + g * M);
+      s += v.x;
+      s2 += v.y;
+    }
+    store_moments(s, s2, (double)computed, eps, static_cast<double*>(result) + (b * M + m) * 2);
+  }
+}
+
 #ifndef FBANK_MEL_TC
 #define FBANK_MEL_TC 0
 #endif
@@ -98,10 +162,10 @@ __device__ __forceinline__ void mma_tf32(float* c, unsigned a0, unsigned a1, uns
 // b0 lo, b1 lo) per lane, packed by plugins/fbank's melTiles). Lane (g, t)
 // = (lane/4, lane%4) loads A[g|g+8][k0+t|k0+t+4] (0 past bin H). Rows
 // r < valid get fmaf(y, a, c), y = lg.log(mel), in stage[r·pitch + m];
-// returns the lane's maximum y.
+// returns the lane's maximum y and lowers mn to its minimum.
 __device__ float mel_tc(const float* P, int pitchW, int rows, int valid, int H, const float4* __restrict__ frag,
                         const int4* __restrict__ tiles, int M, const fbank::LogMel& lg, float* stage, int pitch,
-                        int warp, int W, int lane) {
+                        int warp, int W, int lane, float& mn) {
   const int g = lane >> 2, t = lane & 3;
   float mx = -INFINITY;
   for (int rb = 0; rb < rows; rb += 16) {
@@ -137,6 +201,7 @@ __device__ float mel_tc(const float* P, int pitchW, int rows, int valid, int H, 
           const float y = lg.log(c[i]);
           stage[r * pitch + m] = fmaf(y, lg.a, lg.c);
           mx = fmaxf(mx, y);
+          mn = fminf(mn, y);
         }
       }
     }
@@ -172,12 +237,15 @@ __device__ float mel_tc(const float* P, int pitchW, int rows, int valid, int H, 
 // Frames t in [computed, T) are written as 0, in the layout (0: mel_time
 // [B, M, T]; 1: time_mel [B, T, M]) with coalesced stores. At the end the
 // block's partial statistics over its computed frames:
-//   kStatsMax:     partial[b·G + x] = max y                      (float)
+//   kStatsMax:     partial[b·G + x] = max y, partial[(B + b)·G + x] =
+//                  min y                                         (float)
 //   kStatsMoments: partial[((b·G + x)·M + m)·2 + {0,1}] = Σy, Σy² (double,
 //                  summed in frame order)
-// with G = gridDim.x (max and moments over y). Samples in [t·hop, (t+1)·hop) (the last computed frame:
-// up to real) are checked: the smallest index of a NaN/Inf sample of item b
-// goes to bad[b] (atomicMin; the caller presets it to all ones).
+// with G = gridDim.x, B = gridDim.y (max, min and moments over y); with
+// tickets set, the item's last block reduces them (finish_item). Samples in
+// [t·hop, (t+1)·hop) (the last computed frame: up to real) are checked: the
+// smallest index of a NaN/Inf sample of item b goes to bad[b] (atomicMin;
+// the caller presets it to all ones).
 template <int N>
 __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, const Item* __restrict__ items,
                        const float* __restrict__ window, const float2* __restrict__ twN,
@@ -187,7 +255,8 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
                        double guard, double floor_, double scale, long long layout, long long steps,
                        float* __restrict__ out, void* __restrict__ partial, long long stats,
                        unsigned long long* __restrict__ bad, const float4* __restrict__ mel_frag,
-                       const int4* __restrict__ mel_tiles) {
+                       const int4* __restrict__ mel_tiles, unsigned long long* tickets, double clamp, double eps,
+                       void* result) {
   using Fr = fbank::Frame<N>;
   const long long x = blockIdx.x, b = blockIdx.y, G = gridDim.x;
   extern __shared__ float2 smem[];
@@ -220,7 +289,7 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
                          stats == kStatsMax ? 1.f : 0.f};
   const float2* win2 = reinterpret_cast<const float2*>(window);
 
-  float mx = -INFINITY;
+  float mx = -INFINITY, mn = INFINITY;
   for (int st = 0; st < steps; st++) {
     const long long ts = t0 + (long long)st * R;  // the step's first frame
     if (ts >= frames) break;                         // block-uniform
@@ -240,12 +309,13 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
       {
         fbank::Column<N> col;
         col.load(src, win2, n1, active);
+        col.transform(colTw, n1);
         // Finite check of the samples each frame owns, [t·hop, (t+1)·hop)
         // (the last computed frame: up to real): free when the interior
-        // loads read them all and found them finite (x·0 is NaN only for a
-        // NaN/Inf x); else, and to find the index, the warp's lanes pass
-        // over them (a frame's owned samples are spread over its 8 lanes'
-        // loads differently than over this loop, hence the warp vote).
+        // loads read them all and the lane's bin-0 sum is finite (col.nf);
+        // else, and to find the index, the warp's lanes pass over them (a
+        // frame's owned samples are spread over its 8 lanes' loads
+        // differently than over this loop, hence the warp vote).
         const long long lo = t * hop, hi = t + 1 == it.computed ? it.real : min(it.real, (t + 1) * hop);
         const bool clean = col.fast && lo >= src.start && hi <= src.start + N && col.nf == 0.f;
         if (__any_sync(0xffffffffu, active && !clean) && active) {
@@ -253,7 +323,6 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
             if (!isfinite(row[j])) atomicMin(bad + b, (unsigned long long)j);
           }
         }
-        col.transform(colTw, n1);
         col.store(Tg, n1);
       }
       __syncwarp();
@@ -267,12 +336,12 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
     const int valid = (int)max(0LL, min((long long)R, it.computed - ts));
     mx = fmaxf(mx, mel_tc(reinterpret_cast<const float*>(smem), fbank::kGroups * 2 * Fr::S, R, valid, Fr::H, mel_frag,
                           mel_tiles, M,
-                          lg, stage, pitch, warp, W, lane));
+                          lg, stage, pitch, warp, W, lane, mn));
 #else
       __syncwarp();
       const float* P = reinterpret_cast<const float*>(T);
-      mx = fmaxf(mx, shared_w > 0 ? fbank::mel4(P, nact, sb, sw, M, lg, stage + r0 * pitch, pitch, lane)
-                                  : fbank::mel4(P, nact, bands, weights, M, lg, stage + r0 * pitch, pitch, lane));
+      mx = fmaxf(mx, shared_w > 0 ? fbank::mel4(P, nact, sb, sw, M, lg, stage + r0 * pitch, pitch, lane, mn)
+                                  : fbank::mel4(P, nact, bands, weights, M, lg, stage + r0 * pitch, pitch, lane, mn));
     }
 #endif
     __syncthreads();  // the step's rows are staged; the frame buffers are free again
@@ -313,35 +382,40 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
     __syncthreads();  // the stage is free for the next step
   }
 
+  // The block's partial statistics over its computed frames.
   if (stats == kStatsMax) {
-    __shared__ float wmax[kMaxWarps];
+    __shared__ float wmax[kMaxWarps], wmin[kMaxWarps];
     mx = warp_max(mx);
-    if (lane == 0) wmax[warp] = mx;
+    mn = warp_min(mn);
+    if (lane == 0) wmax[warp] = mx, wmin[warp] = mn;
     __syncthreads();
     if (threadIdx.x == 0) {
-      float v = wmax[0];
-      for (int w = 1; w < W; w++) v = fmaxf(v, wmax[w]);
-      static_cast<float*>(partial)[b * G + x] = v;
+      float v = wmax[0], u = wmin[0];
+      for (int w = 1; w < W; w++) v = fmaxf(v, wmax[w]), u = fminf(u, wmin[w]);
+      float* p = static_cast<float*>(partial);
+      p[b * G + x] = v;
+      p[(gridDim.y + b) * G + x] = u;
     }
   } else if (stats == kStatsMoments) {
     double* p = static_cast<double*>(partial) + (b * G + x) * M * 2;
     for (int i = threadIdx.x; i < 2 * M; i += threads) p[i] = acc[i];  // after the step loop's barrier
   }
+  if (tickets != nullptr) finish_item(tickets, partial, stats, M, it.computed, clamp, eps, result);
 }
 
 }  // namespace
 
 #define FBANK_LOGMEL_ARGS                                                                                      \
   const float *pcm, long long pcm_stride, const Item *items, const float *window, const float2 *twN,          \
-      const float2 *colTw,                                                                                      \
-      const Band *bands, const float *weights, long long shared_w, long long n_mels, long long frames, long long hop, \
-      long long pad, \
-      long long reflect, double preemph, double guard, double floor_, double scale, long long layout,         \
-      long long steps, float *out, void *partial, long long stats, unsigned long long *bad, const float4 *mel_frag, \
-      const int4 *mel_tiles
+      const float2 *colTw, const Band *bands, const float *weights, long long shared_w, long long n_mels,      \
+      long long frames, long long hop, long long pad, long long reflect, double preemph, double guard,         \
+      double floor_, double scale, long long layout, long long steps, float *out, void *partial,               \
+      long long stats, unsigned long long *bad, const float4 *mel_frag, const int4 *mel_tiles,                 \
+      unsigned long long *tickets, double clamp, double eps, void *result
 #define FBANK_LOGMEL_CALL                                                                                     \
-  pcm, pcm_stride, items, window, twN, colTw, bands, weights, shared_w, n_mels, frames, hop, pad, reflect, preemph, guard, floor_, \
-      scale, layout, steps, out, partial, stats, bad, mel_frag, mel_tiles
+  pcm, pcm_stride, items, window, twN, colTw, bands, weights, shared_w, n_mels, frames, hop, pad, reflect,    \
+      preemph, guard, floor_, scale, layout, steps, out, partial, stats, bad, mel_frag, mel_tiles, tickets,    \
+      clamp, eps, result
 
 extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n400(FBANK_LOGMEL_ARGS) {
   logmel<400>(FBANK_LOGMEL_CALL);
@@ -351,47 +425,13 @@ extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fban
   logmel<512>(FBANK_LOGMEL_CALL);
 }
 
-// Statistics of item b from its G partials, in float64, in a fixed order
-// (deterministic):
-//   kStatsMax:     floor = max over the G partials - clamp (Whisper:
-//                  clamp = 8); fixed_floor instead when it is finite
-//                  (normalize=global; partial is not read).
-//   kStatsMoments: with n = computed frames (>= 2), for each feature m
-//                  mean = Σy/n, var = max(0, (Σy² - Σy·mean)/(n-1)),
-//                  moments[(b·M + m)·2 + {0,1}] = mean, 1/(√var + eps).
-__device__ __forceinline__ void store_moments(double s, double s2, double n, double eps, double* mom) {
-  const double mean = s / n;
-  const double var = fmax(0.0, (s2 - s * mean) / (n - 1));
-  mom[0] = mean;
-  mom[1] = 1.0 / (sqrt(var) + eps);
-}
-
-// block_floor is kStatsMax for a whole block (every thread calls it; thread
-// 0 writes *floor_b).
-__device__ void block_floor(const float* p, long long groups, double clamp, double fixed_floor, float* floor_b) {
-  __shared__ float wmax[kStatWarps];
-  if (isfinite(fixed_floor)) {
-    if (threadIdx.x == 0) *floor_b = (float)fixed_floor;
-    return;
-  }
-  float mx = -INFINITY;
-  for (long long g = threadIdx.x; g < groups; g += blockDim.x) mx = fmaxf(mx, __ldcg(p + g));
-  mx = warp_max(mx);
-  if (threadIdx.x % kWarp == 0) wmax[threadIdx.x / kWarp] = mx;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < (int)(blockDim.x / kWarp); w++) mx = fmaxf(mx, wmax[w]);
-    *floor_b = (float)((double)mx - clamp);
-  }
-}
-
 // fbank_stats computes the per-feature moments of every item
-// (kStatsMoments) from the partials of fbank_logmel (G per item). Block 256
-// threads, grid (ceil(M/32), B): thread (g0, j) = (tid/32, tid%32) sums
-// groups g0, g0+8, ... of feature m = 32·blockIdx.x + j (a warp reads 32
-// consecutive features: coalesced), the 8 sums of a feature are added in g0
-// order. (Whisper's maximum needs no launch of its own: fbank_normalize's
-// blocks reduce the item's G partial maxima themselves.)
+// (kStatsMoments) from the partials of fbank_logmel (G per item), for
+// launches whose fbank_logmel does not reduce them itself (tickets = 0).
+// Block 256 threads, grid (ceil(M/32), B): thread (g0, j) = (tid/32, tid%32)
+// sums groups g0, g0+8, ... of feature m = 32·blockIdx.x + j (a warp reads
+// 32 consecutive features: coalesced), the 8 sums of a feature are added in
+// g0 order; store_moments as finish_item.
 extern "C" __global__ void fbank_stats(const Item* items, const double* partial, long long groups, long long n_mels,
                                        double eps, double* moments) {
   const long long b = blockIdx.y;
@@ -418,85 +458,112 @@ extern "C" __global__ void fbank_stats(const Item* items, const double* partial,
   store_moments(s, s2, (double)items[b].computed, eps, moments + (b * n_mels + m) * 2);
 }
 
-// norm1 is the normalisation of element (m, t) with value y, t < computed:
-//   kStatsMax:     y = max(y, fl), fl = (floor[b] + 4)/4: logmel stored
-//                  (y + 4)/4, so this is (max(y, floor) + 4)/4 exactly
-//                  (the rounding of (x + 4)/4 is monotone)
-//   kStatsMoments: y = (float)((y - mean[b,m]) · inv[b,m])   (float64 math)
-// Frames t >= computed were written as 0 by fbank_logmel and stay 0.
-__device__ __forceinline__ float norm1(float y, unsigned m, unsigned t, long long computed, long long stats, float fl,
-                                       const double* mom) {
-  if (t >= computed) return y;
-  if (stats == kStatsMax) return fmaxf(y, fl);
-  return (float)(((double)y - mom[2 * m]) * mom[2 * m + 1]);
-}
+namespace {
 
-// normalize_span normalises elements [lo, hi) of an item's features in place
-// (element idx = m·T + t for mel_time, t·M + m for time_mel; norm1), storing
-// only the chunks that change (for Whisper a read of the features). Thread
-// i takes the chunks of 4 elements at lo + 4·i + 4·k·blockDim.x, 8 chunks in
-// flight per round (coalesced; float4 when item + lo is 16-byte aligned).
-// mom: the item's (mean, inv) per feature.
-__device__ void normalize_span(float* item, unsigned lo, unsigned hi, long long computed, unsigned M, unsigned T,
-                               long long layout, long long stats, float fl, const double* mom) {
-  constexpr int kChunks = 8;
-  const unsigned inner = layout == 0 ? T : M;  // idx = outer·inner + in
-  const bool vec = (reinterpret_cast<unsigned long long>(item + lo) & 15) == 0;
-  for (unsigned c0 = lo + 4 * threadIdx.x; c0 < hi; c0 += 4 * kChunks * blockDim.x) {
-    float y[kChunks][4];
+// NormOp is the normalisation of a value y of feature m:
+//   kStatsMax:     max(y, c), c = (floor + 4)/4: fbank_logmel stored
+//                  (y + 4)/4, so this is (max(y, floor) + 4)/4 exactly (the
+//                  rounding of (x + 4)/4 is monotone);
+//   kStatsMoments: ((y - mh[m]) - ml[m])·inv[m], the mean split into a
+//                  float32 head and tail (mh + ml) and inv = 1/(std + eps)
+//                  rounded to float32: y - mh is exact where it cancels
+//                  (y near the mean), so the result is within a few float32
+//                  ulps of (float)((y - mean)·inv) in float64.
+struct NormOp {
+  bool moments;
+  float c;
+  const float *mh, *ml, *inv;  // n_mels each (shared memory)
+  __device__ float operator()(float y, int m) const {
+    return moments ? ((y - mh[m]) - ml[m]) * inv[m] : fmaxf(y, c);
+  }
+};
+
+// norm_rows applies op in place to `rows` rows of len floats at p + r·stride,
+// feature m = r (byRow) or the position in the row. The block's threads
+// take float4 chunks k, k + blockDim.x, ... (4 in flight: the loads, then
+// op and the stores; a clamp stores only the chunks it changes) when p,
+// stride and len keep them 16-byte aligned, else single floats.
+__device__ void norm_rows(float* p, int rows, int stride, int len, bool byRow, const NormOp& op) {
+  constexpr int kU = 4;
+  const bool vec = ((reinterpret_cast<unsigned long long>(p) | (4ull * stride) | (4ull * len)) & 15) == 0;
+  if (!vec) {
+    for (int e = threadIdx.x; e < rows * len; e += blockDim.x) {
+      const int r = e / len, j = e - r * len;
+      float* a = p + (long long)r * stride + j;
+      *a = op(*a, byRow ? r : j);
+    }
+    return;
+  }
+  const int q = len / 4, chunks = rows * q;  // float4 chunks a row, in all
+  for (int k0 = threadIdx.x; k0 < chunks; k0 += kU * blockDim.x) {
+    float4 v[kU];
+    int r[kU], j[kU];
 #pragma unroll
-    for (int k = 0; k < kChunks; k++) {
-      const unsigned c = c0 + 4 * k * blockDim.x;
-      if (vec && c + 4 <= hi) {
-        const float4 v = __ldcg(reinterpret_cast<const float4*>(item + c));
-        y[k][0] = v.x, y[k][1] = v.y, y[k][2] = v.z, y[k][3] = v.w;
-      } else {
-#pragma unroll
-        for (int e = 0; e < 4; e++) y[k][e] = c + e < hi ? __ldcg(item + c + e) : 0.f;
-      }
+    for (int u = 0; u < kU; u++) {
+      const int k = k0 + u * blockDim.x;
+      r[u] = k / q, j[u] = 4 * (k - r[u] * q);
+      if (k < chunks) v[u] = __ldcg(reinterpret_cast<const float4*>(p + (long long)r[u] * stride + j[u]));
     }
 #pragma unroll
-    for (int k = 0; k < kChunks; k++) {
-      const unsigned c = c0 + 4 * k * blockDim.x;
-      if (c >= hi) break;
-      unsigned out = c / inner, in = c % inner;
-      bool changed = false;
-#pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const float v = norm1(y[k][e], layout == 0 ? out : in, layout == 0 ? in : out, computed, stats, fl, mom);
-        changed |= v != y[k][e];
-        y[k][e] = v;
-        if (++in == inner) in = 0, out++;
-      }
-      if (!changed) continue;  // Whisper: only values under the floor change
-      if (vec && c + 4 <= hi) {
-        *reinterpret_cast<float4*>(item + c) = make_float4(y[k][0], y[k][1], y[k][2], y[k][3]);
-      } else {
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-          if (c + e < hi) item[c + e] = y[k][e];
-        }
+    for (int u = 0; u < kU; u++) {
+      if (k0 + u * blockDim.x >= chunks) break;
+      const int m = byRow ? r[u] : j[u];
+      const float4 w = make_float4(op(v[u].x, m), op(v[u].y, byRow ? m : m + 1), op(v[u].z, byRow ? m : m + 2),
+                                   op(v[u].w, byRow ? m : m + 3));
+      if (op.moments || w.x != v[u].x || w.y != v[u].y || w.z != v[u].z || w.w != v[u].w) {
+        *reinterpret_cast<float4*>(p + (long long)r[u] * stride + j[u]) = w;
       }
     }
   }
 }
 
-// fbank_normalize normalises the computed frames of out in place.
-// Grid (ceil(M·T / 4096), B), block 256: block (x, b) does elements
-// [4096·x, 4096·x + 4096) of item b (normalize_span). kStatsMax: the block
-// first computes the item's floor from its G partial maxima (block_floor);
-// kStatsMoments: moments from fbank_stats.
-extern "C" __global__ void fbank_normalize(float* out, const Item* items, long long n_mels, long long frames,
-                                           long long layout, long long stats, const float* partial, long long groups,
-                                           double clamp, double fixed_floor, const double* moments) {
-  __shared__ float floor_b;
-  const long long b = blockIdx.y;
+}  // namespace
+
+// fbank_normalize normalises the computed frames of out in place, one block
+// per tile of fbank_logmel: grid (G, B), block 256 threads; block (x, b)
+// does frames [x·F, min(x·F + F, computed)) of item b (F = tile; frames >=
+// computed were written as 0 and stay 0), every feature, as rows of
+// contiguous floats (norm_rows): time_mel [B, T, M], a row of M features a
+// frame; mel_time [B, M, T], a row of the tile's frames a feature.
+//   kStatsMax: floor = fixed_floor when finite (normalize=global), else
+//     result[b] (float: fbank_logmel's finish_item). A tile whose minimum y,
+//     partial[(B + b)·G + x], is >= floor has nothing under it and is
+//     skipped: for speech without long silences this pass reads two words
+//     a tile.
+//   kStatsMoments: (mean, inv) of item b's features, result[(b·M + m)·2 +
+//     {0,1}] (float64, by finish_item or fbank_stats), converted to NormOp's
+//     float32 form in dynamic shared memory (3·M floats) by each block.
+extern "C" __global__ void __launch_bounds__(256) fbank_normalize(float* out, const Item* items, long long n_mels,
+                                                                  long long frames, long long layout,
+                                                                  long long stats, long long tile,
+                                                                  const float* partial, double fixed_floor,
+                                                                  const void* result) {
+  extern __shared__ float nsm[];
+  const long long b = blockIdx.y, x = blockIdx.x, G = gridDim.x;
+  const int M = (int)n_mels, T = (int)frames;
+  const long long t0 = x * tile, t1 = min(t0 + tile, items[b].computed);
+  if (t1 <= t0) return;  // block-uniform
+  NormOp op{stats == kStatsMoments, 0.f, nsm, nsm + M, nsm + 2 * M};
   if (stats == kStatsMax) {
-    block_floor(partial + b * groups, groups, clamp, fixed_floor, &floor_b);
+    const float fl = isfinite(fixed_floor) ? (float)fixed_floor : static_cast<const float*>(result)[b];
+    if (partial[(gridDim.y + b) * G + x] >= fl) return;
+    op.c = (fl + 4.f) / 4.f;
+  } else {
+    const double* moments = static_cast<const double*>(result) + b * M * 2;
+    for (int m = threadIdx.x; m < M; m += blockDim.x) {
+      const double mean = moments[2 * m], inv = moments[2 * m + 1];
+      const float h = (float)mean;
+      nsm[m] = h;
+      nsm[M + m] = (float)(mean - h);
+      nsm[2 * M + m] = (float)inv;
+    }
     __syncthreads();
   }
-  const unsigned M = (unsigned)n_mels, T = (unsigned)frames, total = M * T;
-  const unsigned lo = blockIdx.x * 4096u, hi = min(total, lo + 4096u);
-  normalize_span(out + b * (long long)total, lo, hi, items[b].computed, M, T, layout, stats,
-                 stats == kStatsMax ? (floor_b + 4.f) / 4.f : 0.f, moments + b * n_mels * 2);
+  float* item = out + b * M * T;
+  const int n = (int)(t1 - t0);
+  if (layout == 0) {
+    norm_rows(item + t0, M, T, n, true, op);
+  } else {
+    norm_rows(item + t0 * M, n, M, M, false, op);
+  }
 }

@@ -237,8 +237,12 @@ struct Column {
   using F = Frame<N>;
   float2 v[F::C];
   // fast: load took the interior path, which read every sample of
-  // [start, start + N) raw; nf is then the sum of x·0 over the lane's raw
-  // samples: 0 when they are finite, NaN when one is NaN or ±Inf.
+  // [start, start + N) raw. nf (set by transform) is Z·0 for the lane's
+  // bin-0 sum Z = Σ_n2 z[n1 + 8·n2]: 0 when Z is finite, NaN when one of
+  // the lane's samples is NaN or ±Inf (they reach Z through sums and
+  // products by finite or zero window values: Inf·0, Inf - Inf and NaN all
+  // give NaN) or when finite samples overflow the sum (a false alarm: the
+  // caller then checks the samples one by one).
   bool fast;
   float nf;
 
@@ -248,7 +252,6 @@ struct Column {
   // the clip's end through sample(). An inactive lane (no frame) loads 0.
   EDGE_HD void load(const Source& s, const float2* win2, int n1, bool active) {
     fast = active && s.start >= 1 && s.start + N <= s.real;
-    nf = 0.f;
     if (fast) {
       const float* p = s.pcm + s.start + 2 * n1;
       // The lanes read pairs (x[2n], x[2n+1]): one 8-byte load each when
@@ -286,17 +289,18 @@ struct Column {
       } else {
         a0 = p[2 * kLanes * j], a1 = p[2 * kLanes * j + 1];
       }
-      nf = fmaf(a1, 0.f, fmaf(a0, 0.f, nf));
       const float x0 = kPre ? fmaf(-a, p[2 * kLanes * j - 1], a0) : a0;
       const float x1 = kPre ? fmaf(-a, a0, a1) : a1;
       v[j] = make_float2(w.x * x0, w.y * x1);
     }
   }
 
-  // transform: the C-point DFT, then v[k2] *= W_H^(n1·k2) = colTw[k2·8 + n1]
-  // (the table laid out so that a frame's 8 lanes read 64 contiguous bytes).
+  // transform: the C-point DFT (and nf from its bin 0), then v[k2] *=
+  // W_H^(n1·k2) = colTw[k2·8 + n1] (the table laid out so that a frame's 8
+  // lanes read 64 contiguous bytes).
   EDGE_HD void transform(const float2* colTw, int n1) {
     ColumnDFT<F::C>::run(v);
+    nf = fmaf(v[0].y, 0.f, v[0].x * 0.f);
 #pragma unroll
     for (int k = 1; k < F::C; k++) v[k] = cmul(v[k], colTw[k * kLanes + n1]);
   }
@@ -314,7 +318,10 @@ struct Column {
 // Column pair q = step·8 + n1 (q < Q = (C-1)/2 regular pairs) is (q+1,
 // C-q-1); pair q = Q is the self-paired columns 0 (Z[C·k1] with Z[C·(8-k1)])
 // and, for even C, C/2 (Z[C/2 + C·k1] with Z[C/2 + C·(7-k1)]); lanes with
-// q > Q idle. For each pair (a = Z[k], b = Z[H-k]):
+// q > Q compute the self pair's values too and store nothing. Every lane
+// runs the same instructions (the pair kinds differ only in which
+// registers feed power, chosen by selects: no divergent paths). For each
+// pair (a = Z[k], b = Z[H-k]):
 //   s = (a + conj b)/2, d = (a - conj b)/2, u = e^{-2πik/N}·d,
 //   |X[k]|² = |s - i·u|², |X[H-k]|² = |s + i·u|².
 template <int N>
@@ -325,18 +332,14 @@ struct Pairs {
   float p[kSteps][8][2];  // |X[k]|², |X[H-k]|² per step and slot
   float mid;              // |X[H/2]|² (the lane with the self-paired columns)
 
-  // mode of step st: 0 regular pair (c, C-c), 1 self-paired, 2 idle.
-  EDGE_HD static int mode(int st, int n1, int* c) {
-    int q = st * kLanes + n1;
-    *c = q + 1;
-    return q < kQ ? 0 : q == kQ ? 1 : 2;
+  // bin is the k of slot i for pair q: regular (q < Q) q+1 + C·i;
+  // self-paired C·i (i < 4) and C/2 + C·(i-4) (i >= 4; even C only).
+  EDGE_HD static int bin(int q, int i) {
+    return q < kQ ? q + 1 + F::C * i : i < 4 ? F::C * i : F::C / 2 + F::C * (i - 4);
   }
 
-  // bin is the k of slot i of a step: regular c + C·i; self-paired C·i
-  // (i < 4) and C/2 + C·(i-4) (i >= 4, even C only).
-  EDGE_HD static int bin(int md, int c, int i) {
-    return md == 0 ? c + F::C * i : i < 4 ? F::C * i : F::C / 2 + F::C * (i - 4);
-  }
+  // stored: slot i of pair q holds two bins of the spectrum.
+  EDGE_HD static bool stored(int q, int i) { return q < kQ || (q == kQ && (i < 4 || F::C % 2 == 0)); }
 
   // power computes 2s, 2d and 2u and scales the squares by 1/4 at the end:
   // the same float32 results (scaling by powers of 2 is exact).
@@ -355,10 +358,9 @@ struct Pairs {
     mid = 0.f;
 #pragma unroll
     for (int st = 0; st < kSteps; st++) {
-      int c;
-      const int md = mode(st, n1, &c);
-      if (md == 2) continue;
-      const int c1 = md == 0 ? c : 0, c2 = md == 0 ? F::C - c : F::C % 2 == 0 ? F::C / 2 : 0;
+      const int q = st * kLanes + n1;
+      const bool reg = q < kQ;
+      const int c1 = reg ? q + 1 : 0, c2 = reg ? F::C - q - 1 : F::C % 2 == 0 ? F::C / 2 : 0;
       float2 y1[8], y2[8];
 #pragma unroll
       for (int r = 0; r < 8; r++) {
@@ -367,14 +369,14 @@ struct Pairs {
       }
       dft8(y1);
       dft8(y2);
-      if (md == 1) mid = y1[4].x * y1[4].x + y1[4].y * y1[4].y;
+      if (q == kQ) mid = y1[4].x * y1[4].x + y1[4].y * y1[4].y;
 #pragma unroll
       for (int i = 0; i < 8; i++) {
         // regular: (y1[i], y2[7-i]); self-paired: (y1[i], y1[(8-i)%8]) for
-        // i < 4, (y2[i-4], y2[11-i]) for i >= 4.
-        float2 a = i < 4 ? y1[i] : md == 0 ? y1[i] : y2[(i - 4) & 7];
-        float2 b = i < 4 ? (md == 0 ? y2[7 - i] : y1[(8 - i) & 7]) : md == 0 ? y2[(7 - i) & 7] : y2[(11 - i) & 7];
-        power(a, b, twN[bin(md, c, i)], &p[st][i][0], &p[st][i][1]);
+        // i < 4, (y2[i-4], y2[(11-i)%8]) for i >= 4.
+        const float2 a = i < 4 || reg ? y1[i] : y2[(i - 4) & 7];
+        const float2 b = reg ? y2[7 - i] : i < 4 ? y1[(8 - i) & 7] : y2[(11 - i) & 7];
+        power(a, b, twN[bin(q, i)], &p[st][i][0], &p[st][i][1]);
       }
     }
   }
@@ -387,17 +389,15 @@ struct Pairs {
   EDGE_HD void store(float* P, int n1, int g) const {
 #pragma unroll
     for (int st = 0; st < kSteps; st++) {
-      int c;
-      const int md = mode(st, n1, &c);
-      if (md == 2) continue;
+      const int q = st * kLanes + n1;
 #pragma unroll
       for (int i = 0; i < 8; i++) {
-        if (md == 1 && i >= 4 && F::C % 2 != 0) continue;
-        int k = bin(md, c, i);
+        if (!stored(q, i)) continue;
+        const int k = bin(q, i);
         P[kGroups * k + g] = p[st][i][0];
         P[kGroups * (F::H - k) + g] = p[st][i][1];
       }
-      if (md == 1) P[kGroups * (F::H / 2) + g] = mid;
+      if (q == kQ) P[kGroups * (F::H / 2) + g] = mid;
     }
   }
 };
@@ -433,9 +433,9 @@ struct LogMel {
 // of the warp's interleaved power rows (P[4·k + g], Pairs::store; 16-byte
 // aligned), mel_g = Σ_j w[j·n_mels+m]·P[4·(start+j) + g] and
 // out[g·pitchOut + m] = fmaf(y, a, c) with y = lg.log(mel_g) (LogMel);
-// returns the lane's maximum y.
+// returns the lane's maximum y and lowers mn to the lane's minimum y.
 EDGE_HD float mel4(const float* P, int frames, const Band* bands, const float* w, int n_mels, const LogMel& lg,
-                   float* out, int pitchOut, int lane) {
+                   float* out, int pitchOut, int lane, float& mn) {
   float mx = -INFINITY;
   for (int m = lane; m < n_mels; m += kWarp) {
     Band b = bands[m];
@@ -454,6 +454,7 @@ EDGE_HD float mel4(const float* P, int frames, const Band* bands, const float* w
         float y = lg.log(acc[g]);
         out[g * pitchOut + m] = fmaf(y, lg.a, lg.c);
         mx = fmaxf(mx, y);
+        mn = fminf(mn, y);
       }
     }
   }

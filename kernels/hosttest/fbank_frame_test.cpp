@@ -73,16 +73,16 @@ static int check(std::mt19937& rng, bool reflect, double preemph, int win, long 
     for (int j = 0; j < bands[m].len; j++) w[j * M + m] = 0.01f + 0.001f * j + 0.0001f * m;
   }
   std::vector<float> mel(kGroups * pitchOut, NAN);
-  float mx = -INFINITY;
+  float mx = -INFINITY, mn = INFINITY;
   const float guard = 1.0f / (1 << 24), fl = guard, scale = (float)M_LN2;
   // Stored as y/4 + 1 (Whisper's affine step) on every other call.
   const bool whisper = (start & 1) != 0;
   const LogMel lg{guard, fl, scale, whisper ? 0.25f : 1.f, whisper ? 1.f : 0.f};
   for (int l = 0; l < kWarp; l++)
-    mx = std::fmax(mx, mel4(P, active, bands.data(), w.data(), M, lg, mel.data(), pitchOut, l));
+    mx = std::fmax(mx, mel4(P, active, bands.data(), w.data(), M, lg, mel.data(), pitchOut, l, mn));
 
   // float64 reference DFT of each active frame.
-  double worst = 0, melWorst = 0, refMax = -INFINITY;
+  double worst = 0, melWorst = 0, refMax = -INFINITY, refMin = INFINITY;
   for (int g = 0; g < active; g++) {
     long long s0 = start + 37 * g;
     std::vector<double> fr(N);
@@ -105,6 +105,7 @@ static int check(std::mt19937& rng, bool reflect, double preemph, int win, long 
       for (int j = 0; j < bands[m].len; j++) acc += (double)w[j * M + m] * ref[bands[m].start + j];
       double y = std::log(std::fmax(acc + guard, (double)fl));
       refMax = std::fmax(refMax, y);
+      refMin = std::fmin(refMin, y);
       double got = whisper ? (mel[g * pitchOut + m] - 1.0) * 4 : mel[g * pitchOut + m];
       melWorst = std::fmax(melWorst, std::fabs(y - got));
     }
@@ -113,7 +114,8 @@ static int check(std::mt19937& rng, bool reflect, double preemph, int win, long 
   bool untouched = true;
   for (int g = active; g < kGroups; g++)
     for (int m = 0; m < M; m++) untouched = untouched && std::isnan(mel[g * pitchOut + m]);
-  bool ok = worst < 2e-6 && melWorst < 1e-3 && std::fabs(mx - refMax) < 1e-3 && untouched;
+  bool ok = worst < 2e-6 && melWorst < 1e-3 && std::fabs(mx - refMax) < 1e-3 && std::fabs(mn - refMin) < 1e-3 &&
+            untouched;
   std::printf("%s N=%d reflect=%d preemph=%.2f win=%d start=%lld frames=%d gain=%g: max|P-ref|/peak=%.2e max|mel-ref|=%.2e\n",
               ok ? "ok  " : "FAIL", N, reflect, preemph, win, start, active, gain, worst, melWorst);
   return ok ? 0 : 1;
@@ -133,9 +135,42 @@ static int twiddles() {
   return ok ? 0 : 1;
 }
 
+// nonfinite checks Column's nf on the interior (fast) path: 0 in every lane
+// of a frame of finite samples; NaN in the lane that loaded a NaN or ±Inf
+// sample (also where the window is 0: Inf·0 is NaN), 0 in the frame's other
+// lanes.
+template <int N>
+static int nonfinite() {
+  constexpr int H = N / 2;
+  using Fr = Frame<N>;
+  std::vector<float2> win2(H), colTw(Fr::C * kLanes, make_float2(1.f, 0.f));
+  for (int m = 0; m < H; m++) win2[m] = make_float2(m == 0 ? 0.f : 0.5f, 0.25f);  // w[0] = 0
+  int fails = 0;
+  for (float bad : {0.f, NAN, INFINITY, -INFINITY}) {
+    for (int pos : {0, 1, 17, N - 1}) {  // pos 0: under the zero window value
+      std::vector<float> x(2000, 0.5f);
+      const long long start = 600;
+      x[start + pos] = bad == 0.f ? 1e30f : bad;  // 1e30: finite and large
+      for (int n1 = 0; n1 < kLanes; n1++) {
+        Column<N> col;
+        col.load(Source{x.data(), 2000, 2000, start, 0, 0.f}, win2.data(), n1, true);
+        col.transform(colTw.data(), n1);
+        const bool mine = (pos / 2) % kLanes == n1;
+        const bool want = bad == 0.f || !mine ? col.nf == 0.f : std::isnan(col.nf);
+        if (!col.fast || !want) {
+          std::printf("FAIL nonfinite N=%d bad=%g pos=%d lane %d: fast=%d nf=%g\n", N, bad, pos, n1, col.fast, col.nf);
+          fails++;
+        }
+      }
+    }
+  }
+  std::printf("%s nonfinite<%d>\n", fails ? "FAIL" : "ok  ", N);
+  return fails ? 1 : 0;
+}
+
 int main() {
   std::mt19937 rng(7);
-  int fails = twiddles<25>() + twiddles<32>();
+  int fails = twiddles<25>() + twiddles<32>() + nonfinite<400>() + nonfinite<512>();
   // Starts cover reflect/zero padding on the left, the interior fast path
   // (start >= 1), frames that reach past real and past n; active < 4 leaves
   // frame groups without a frame.

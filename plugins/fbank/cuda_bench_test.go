@@ -5,6 +5,7 @@ package fbank
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -99,7 +100,8 @@ func BenchmarkCUDAFbank(b *testing.B) {
 
 // BenchmarkCUDAFbankGeometry times the queued work of a batch of 64 and of
 // one 30 s clip (dev-us/op, as BenchmarkCUDAFbank) for launch geometries of
-// fbank_logmel (warps per block, steps of 4 frames per warp).
+// fbank_logmel (warps per block, steps of 4 frames per warp), and for
+// Parakeet the default shape with the fbank_stats launch (/stats).
 //
 //	plugins_fbank.test -test.run '^$' -test.bench CUDAFbankGeometry -test.benchtime 100x
 func BenchmarkCUDAFbankGeometry(b *testing.B) {
@@ -133,12 +135,28 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			type variant struct {
+				g           launchGeom
+				statsKernel bool
+			}
+			var variants []variant
 			for _, g := range shapes[batch] {
+				variants = append(variants, variant{g, false})
+			}
+			if preset == "parakeet-128" {
+				variants = append(variants, variant{op.geometryFor(batch, frames), true})
+			}
+			for _, v := range variants {
+				g := v.g
 				if op.shared(g) > op.sharedLimit {
 					continue
 				}
-				b.Run(fmt.Sprintf("%s/B%d/w%ds%d", preset, batch, g.warps, g.steps), func(b *testing.B) {
-					op.fixed = g
+				name := fmt.Sprintf("%s/B%d/w%ds%d", preset, batch, g.warps, g.steps)
+				if v.statsKernel {
+					name += "/stats"
+				}
+				b.Run(name, func(b *testing.B) {
+					op.fixed, op.statsKernel = g, v.statsKernel
 					enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames) // warm-up
 					var devTime time.Duration
 					for b.Loop() {
@@ -151,6 +169,91 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 		}
 		_ = dev.Buffer().Free()
 	}
+}
+
+// BenchmarkCUDAFbankClamp times Whisper-128 on a batch of 64 x 30 s (dev-us/op,
+// as BenchmarkCUDAFbank) for the speech clip and for the same clip with
+// 40 ms of digital silence every second (/gaps): then every tile of the
+// default launch shape holds values under the item's floor (max - 8, checked
+// on the CPU features), so fbank_normalize clamps them all instead of
+// skipping most: the worst case of its tile skip.
+//
+//	plugins_fbank.test -test.run '^$' -test.bench CUDAFbankClamp -test.benchtime 100x
+func BenchmarkCUDAFbankClamp(b *testing.B) {
+	be, err := cudatest.Open()
+	if err != nil {
+		b.Fatal(err)
+	}
+	const batch, preset = 64, "whisper-128"
+	x := clip30s(b)
+	gaps := append([]float32(nil), x...)
+	for s := 0; s < len(gaps); s += 16000 {
+		clear(gaps[s+8000 : s+8000+640])
+	}
+	op := cudaOpOf(b, map[string]any{"preset": preset}, be)
+	g := op.geometryFor(batch, 3000)
+	cpu, err := op.fe.Compute(context.Background(), [][]float32{gaps}, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if n := tilesUnderFloor(cpu, g.frames()); n != ceilDiv(cpu.Frames, g.frames()) {
+		b.Fatalf("/gaps: %d of %d tiles hold values under the floor, want all", n, ceilDiv(cpu.Frames, g.frames()))
+	}
+	for name, clip := range map[string][]float32{"speech": x, "gaps": gaps} {
+		pcm := make([]float32, batch*len(clip))
+		for i := range batch {
+			copy(pcm[i*len(clip):], clip)
+		}
+		dev, err := be.Upload(runtime.Must(runtime.FromSlice(runtime.F32, runtime.Shape{batch, len(clip)}, pcm)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		lens := make([]int, batch)
+		for i := range lens {
+			lens[i] = len(clip)
+		}
+		items, _, shape, frames, err := op.plan(lens)
+		if err != nil {
+			b.Fatal(err)
+		}
+		feats, err := be.Empty(runtime.F32, shape)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pcmPtr, _ := cuda.Ptr(dev)
+		b.Run(fmt.Sprintf("%s/B%d/%s", preset, batch, name), func(b *testing.B) {
+			enqueueTime(b, be, op, pcmPtr, int64(len(clip)), items, feats, frames) // warm-up
+			var devTime time.Duration
+			for b.Loop() {
+				devTime += enqueueTime(b, be, op, pcmPtr, int64(len(clip)), items, feats, frames)
+			}
+			b.ReportMetric(devTime.Seconds()/float64(b.N)*1e6, "dev-us/op")
+		})
+		_ = feats.Buffer().Free()
+		_ = dev.Buffer().Free()
+	}
+}
+
+// tilesUnderFloor counts the tiles (of `tile` frames) of the first item of
+// Whisper features f ([B, M, T], normalised: the floor is their minimum)
+// that hold a value at the floor.
+func tilesUnderFloor(f *Features, tile int) int {
+	T := f.Frames
+	item := f.Data[:f.Mels*T]
+	floor := item[0]
+	for _, v := range item {
+		floor = min(floor, v)
+	}
+	n := 0
+	for t0 := 0; t0 < T; t0 += tile {
+		for m := range f.Mels {
+			if slices.Contains(item[m*T+t0:m*T+min(T, t0+tile)], floor) {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }
 
 // enqueueTime is the device time of op.enqueue for one batch (CUDA events).

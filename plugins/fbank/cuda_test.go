@@ -348,9 +348,9 @@ func TestCUDADeviceResident(t *testing.T) {
 	assert.Equal(t, "cuda:0", out["features"].Device())
 	assert.True(t, out["lengths"].OnHost())
 	d := be.Stats().Since(before)
-	// pcm, then the op's own: item geometry and preset error words up (32 B/item),
-	// error words down (8 B/item).
-	assert.Equal(t, runtime.TransferStats{HostToDevice: 2, HostToDeviceBytes: host.Bytes() + 2*32,
+	// pcm, then the op's own: item geometry, preset error words and tickets
+	// up (40 B/item), error words down (8 B/item).
+	assert.Equal(t, runtime.TransferStats{HostToDevice: 2, HostToDeviceBytes: host.Bytes() + 2*40,
 		DeviceToHost: 1, DeviceToHostBytes: 2 * 8}, d)
 	require.NoError(t, out["features"].Buffer().Free())
 
@@ -360,7 +360,7 @@ func TestCUDADeviceResident(t *testing.T) {
 	out, err = inst.Run(context.Background(), runtime.Tensors{"pcm": dev})
 	require.NoError(t, err)
 	assert.Equal(t, instBefore, inst.Transfers, "device input: no copy by the instance")
-	assert.Equal(t, int64(2*32), be.Stats().Since(before).HostToDeviceBytes)
+	assert.Equal(t, int64(2*40), be.Stats().Since(before).HostToDeviceBytes)
 	require.NoError(t, out["features"].Buffer().Free())
 	require.NoError(t, dev.Buffer().Free())
 }
@@ -383,7 +383,10 @@ func TestCUDALaunchGeometry(t *testing.T) {
 }
 
 // TestCUDAParityGeometry checks the launch shapes (steps of 4 frames a warp,
-// blocks of 1 to 4 warps) on a batch of ragged clips, in both layouts.
+// blocks of 1 to 4 warps) on a batch of ragged clips, in both layouts, and
+// Parakeet's moments both ways (fbank_logmel's last block of an item, or
+// the fbank_stats launch). Whisper pads the short clips to 30 s, so some of
+// their tiles fall under the floor and are clamped, others are skipped.
 func TestCUDAParityGeometry(t *testing.T) {
 	be := cudatest.Backend(t)
 	speech := loadWAV(t, "speech_b")
@@ -396,11 +399,19 @@ func TestCUDAParityGeometry(t *testing.T) {
 		{"preset": "parakeet-128", "layout": "mel_time"},
 		{"preset": "whisper-80", "layout": "time_mel"},
 	} {
-		for _, g := range []launchGeom{{4, 4}, {4, 2}, {4, 1}, {2, 1}, {1, 1}} {
-			t.Run(fmt.Sprintf("%v/w%ds%d", cfg, g.warps, g.steps), func(t *testing.T) {
+		for _, tc := range []struct {
+			g           launchGeom
+			statsKernel bool
+		}{{launchGeom{4, 8}, false}, {launchGeom{4, 4}, false}, {launchGeom{4, 2}, false}, {launchGeom{4, 1}, false},
+			{launchGeom{2, 1}, false}, {launchGeom{1, 1}, false}, {launchGeom{4, 4}, true}, {launchGeom{4, 1}, true}} {
+			g := tc.g
+			if tc.statsKernel && cfg["preset"] != "parakeet-128" {
+				continue // fbank_stats computes per-feature moments only
+			}
+			t.Run(fmt.Sprintf("%v/w%ds%d/statsKernel=%v", cfg, g.warps, g.steps, tc.statsKernel), func(t *testing.T) {
 				gpu := func() (*runtime.Tensor, []int64) {
 					o := cudaOpOf(t, cfg, be)
-					o.fixed = g
+					o.fixed, o.statsKernel = g, tc.statsKernel
 					in := batchInput(clips)
 					dev, err := be.Upload(in["pcm"])
 					require.NoError(t, err)

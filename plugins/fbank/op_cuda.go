@@ -47,8 +47,8 @@ const (
 // filterbank bands) live on the device from construction; Run takes the pcm
 // in device memory and returns device-resident features, copying to the host
 // only the per-item error words (8 bytes an item) and uploading the per-item
-// geometry with the preset error words (32 bytes an item). The threads
-// parameter does not apply.
+// geometry with the preset error words and reduction tickets (40 bytes an
+// item). The threads parameter does not apply.
 type cudaOp struct {
 	fe                  *Frontend
 	be                  *cuda.Backend
@@ -67,6 +67,9 @@ type cudaOp struct {
 	// the launch geometry (benchmarks).
 	sharedLimit int
 	fixed       launchGeom
+	// statsKernel (benchmarks): Parakeet's per-feature moments by the
+	// fbank_stats launch instead of fbank_logmel's last block of each item.
+	statsKernel bool
 
 	statsMode         int
 	fixedFloor        float64 // statsMax: NaN (per-item max) or the global floor
@@ -349,6 +352,12 @@ func (o *cudaOp) launch(pcm cuda.DevicePtr, stride int64, items []int64, feats *
 // of a non-finite sample, all ones when there is none). The scratch buffers
 // it takes from the pool are appended to scratch for the caller to free (in
 // stream order, so right after enqueue is fine).
+//
+// The launches: fbank_logmel over G = ceil(frames / tile) tiles an item,
+// whose last block of each item reduces the item's statistics (Whisper: the
+// floor, max - 8; Parakeet: the per-feature mean and 1/(std + eps)), then
+// fbank_normalize, one block a tile (Whisper: only the tiles with a value
+// under the floor do work).
 func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats *runtime.Tensor, frames int, scratch *[]*cuda.Buffer) (cuda.DevicePtr, error) {
 	c, be := &o.fe.cfg, o.be
 	batch := len(items) / 3
@@ -365,8 +374,9 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 		}
 		return s, err
 	}
-	// One upload: the item rows, then the error words preset to all ones.
-	up := make([]int64, 4*batch)
+	// One upload: the item rows, the error words preset to all ones, the
+	// tickets of the in-kernel reductions preset to 0.
+	up := make([]int64, 5*batch)
 	copy(up, items)
 	for b := range batch {
 		up[3*batch+b] = -1
@@ -378,17 +388,24 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	if err := be.HostToDevice(itemsBuf.Ptr(), cuda.Bytes(up)); err != nil {
 		return 0, err
 	}
-	bad := itemsBuf.Ptr() + cuda.DevicePtr(8*len(items))
-	partialBytes := 0
+	bad := itemsBuf.Ptr() + cuda.DevicePtr(8*3*batch)
+	tickets := itemsBuf.Ptr() + cuda.DevicePtr(8*4*batch)
+	// The partials of fbank_logmel and the reduced statistics (result).
+	var partialBytes, resultBytes int
 	switch o.statsMode {
 	case statsMax:
-		partialBytes = 4 * batch * groups
+		partialBytes, resultBytes = 8*batch*groups, 4*batch // (max, min) a tile; the floor an item
 	case statsMoments:
-		partialBytes = 16 * batch * groups * c.NumMels
+		partialBytes, resultBytes = 16*batch*groups*c.NumMels, 16*batch*c.NumMels // (Σy, Σy²); (mean, inv)
 	}
-	partial, err := alloc(partialBytes)
+	partial, err := alloc(partialBytes + resultBytes)
 	if err != nil {
 		return 0, err
+	}
+	result := partial.Ptr() + cuda.DevicePtr(partialBytes)
+	reduce := (o.statsMode == statsMax && math.IsNaN(o.fixedFloor)) || (o.statsMode == statsMoments && !o.statsKernel)
+	if !reduce {
+		tickets = 0
 	}
 	reflect := 0
 	if c.PadMode == PadReflect {
@@ -400,27 +417,25 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	}
 	args := []any{pcm, stride, itemsBuf, o.window, o.twiddle, o.colTw, o.bands, o.weights, o.sharedW, c.NumMels, frames,
 		c.HopLength, o.fe.pad, reflect, c.PreEmphasis, o.guard, o.floor, o.lg2, layout, geom.steps,
-		out, partial, o.statsMode, bad, o.melFrag, o.melTiles}
+		out, partial, o.statsMode, bad, o.melFrag, o.melTiles, tickets, clampRange, stdEpsilon, result}
 	block := cuda.Dim3{X: 32 * geom.warps, Y: 1, Z: 1}
 	err = o.logmel.Launch(cuda.Dim3{X: groups, Y: batch, Z: 1}, block, o.shared(geom), args...)
 	if err != nil || o.statsMode == statsNone {
 		return bad, err
 	}
-	var moments cuda.DevicePtr // per-feature (mean, inv): Parakeet only
+	normShared := 0
 	if o.statsMode == statsMoments {
-		buf, err := alloc(16 * batch * c.NumMels)
-		if err != nil {
-			return 0, err
-		}
-		moments = buf.Ptr()
-		err = o.stats.Launch(cuda.Dim3{X: ceilDiv(c.NumMels, 32), Y: batch, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
-			itemsBuf, partial, groups, c.NumMels, stdEpsilon, moments)
-		if err != nil {
-			return 0, err
+		normShared = 12 * c.NumMels
+		if !reduce {
+			err = o.stats.Launch(cuda.Dim3{X: ceilDiv(c.NumMels, 32), Y: batch, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
+				itemsBuf, partial, groups, c.NumMels, stdEpsilon, result)
+			if err != nil {
+				return 0, err
+			}
 		}
 	}
-	err = o.norm.Launch(cuda.Dim3{X: ceilDiv(c.NumMels*frames, 4096), Y: batch, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
-		out, itemsBuf, c.NumMels, frames, layout, o.statsMode, partial, groups, clampRange, o.fixedFloor, moments)
+	err = o.norm.Launch(cuda.Dim3{X: groups, Y: batch, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, normShared,
+		out, itemsBuf, c.NumMels, frames, layout, o.statsMode, geom.frames(), partial, o.fixedFloor, result)
 	if err != nil {
 		return 0, err
 	}
