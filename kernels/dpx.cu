@@ -32,13 +32,19 @@ template <>
 struct Lane<float> {
   static constexpr bool kInt = false;
   __device__ static float ctcNeg() { return -INFINITY; }
+  __device__ static float top() { return INFINITY; }
   __device__ static float load(float x, double) { return x; }
+  __device__ static float vmin(float a, float b) { return fminf(a, b); }
+  __device__ static float vmax(float a, float b) { return fmaxf(a, b); }
 };
 template <>
 struct Lane<int> {
   static constexpr bool kInt = true;
   __device__ static int ctcNeg() { return kCtcNeg; }
+  __device__ static int top() { return INT_MAX; }
   __device__ static int load(float x, double scale) { return quant(x, scale); }
+  __device__ static int vmin(int a, int b) { return min(a, b); }
+  __device__ static int vmax(int a, int b) { return max(a, b); }
 };
 
 // warpMax is the maximum of v over the (full) warp.
@@ -416,6 +422,358 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
     for (int i = tid; i < n; i += bd) {
       const int k = ali[t0 + i];
       const float v = k < C ? x[(long long)(t0 + i) * C + k] : starF;
+      fs[t0 + i] = v;
+      shSum[i] = v;
+    }
+    __syncthreads();
+    if (tid == 0)
+      for (int i = 0; i < n; ++i) sum += (double)shSum[i];
+    __syncthreads();
+  }
+  if (tid == 0) score[b] = (float)sum;
+}
+
+// ---------------------------------------------------------------------------
+// CTC forced alignment with the trellis in registers (dpx_ctc_warp_*).
+//
+// Same inputs, outputs, tables and numerics as ctcAlign above; a different
+// thread mapping that takes the block barrier off the frame's path when one
+// warp holds the whole trellis.
+//
+// Thread mapping: one block of NW warps per item (NW = blockDim/32, chosen
+// by the launcher, 1 for small S); thread x owns the K consecutive states
+// [x*K, x*K+K) (K even, the kernel's suffix, S <= K*blockDim) and keeps their
+// scores, labels' columns, skip caps and window frames in registers. A frame
+// updates the states in place from the highest down; the two states below a
+// thread's range are the previous thread's two highest (two __shfl_up_sync),
+// and across warps lane 31's pair goes through shared memory (two slots by
+// frame parity, one __syncthreads per frame; none at all when NW = 1).
+// Emissions: frames 1..T_b-1 run in blocks of F; a block's log-prob rows (C
+// values each, contiguous in the input) are copied whole into shared memory
+// with cp.async (16-byte copies when C % 4 == 0), one block ahead, into rows
+// of Cp = C+2 rounded to 4 floats whose column C holds the star's log-prob
+// and column C+1 the padding states' -Inf. int32: each thread quantises the
+// values it copied, in place, once its copies landed (cp.async.wait_group),
+// before the barrier that ends the block. A state reads its column from the
+// frame's row (blank states share one read a thread).
+// Window: torchaudio's window is tested per state ([first_s, end_s) in
+// registers) on frames t >= end_0 (the first frame where the window's lower
+// edge moved) and on every frame of the int32 path; on the float path the
+// earlier frames skip the test: there the window is [0, hi(t)) and hi(t) is
+// exactly the highest reachable state + 1 (the window's end advances by 2
+// exactly when the skip into that state is allowed), so the states it
+// excludes are -Inf anyway, and the padding states (>= S) are never read by
+// real ones.
+// Backpointers: 2 bits per state and frame, (c1 | c2 << 1) of state x*K+j at
+// bit 2j of thread x's WT = ceil(2K/32) words, one frame's ceil(S/K)*WT
+// words after another (bp[(t-1)][x][WT]); c1 and c2 are never both set, so
+// the pair is the step back (0, 1 or 2 states). Stored as one 32- or 64-bit
+// store per thread and frame.
+// int32: the previous row's maximum m comes from a max3 tree over the
+// thread's states and a warp reduction (NW > 1: 32 per-warp maxima in
+// shared memory, as in ctcAlign).
+//
+// Backtrace: warp 0 walks 32 frames per round as in ctcAlign; the lanes
+// prefetch, for the next round's 32 frames, the BTW = (126/K + 2)*WT words
+// that hold every state within 126 below the current round's first state.
+// Frame scores: gathered by the block, summed by thread 0 in float64 in
+// frame order.
+//
+// Shared memory (ctcWarpShared in ops_cuda.go): 784 B (per-warp maxima,
+// the warps' top pairs, the two end states), a region of max(2*F*Cp,
+// 64*BTW + 32, 1024) words (the emission rows while aligning, the backtrace
+// and sum scratch after), and 4*S B of labels. Global scratch: (T_b-1) *
+// ceil(S/K) * WT * 4 B of backpointers per item.
+template <bool B>
+struct Flag {
+  static constexpr bool value = B;
+};
+
+template <class V, int K>
+__device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
+                        const long long* __restrict__ meta, const int* __restrict__ table,
+                        unsigned* __restrict__ bp, long long blank, double star, double scale, int F,
+                        int* __restrict__ alignment, float* __restrict__ frameScores,
+                        float* __restrict__ score, long long* __restrict__ status) {
+  static_assert(K % 2 == 0 && K >= 2 && K <= 32, "K: even, at most 32");
+  constexpr int WT = (2 * K + 31) / 32;        // backpointer words per thread and frame
+  constexpr int BTW = (126 / K + 2) * WT;      // words per frame fetched by the backtrace
+  extern __shared__ __align__(16) unsigned char smem[];
+  using L = Lane<V>;
+  const int b = blockIdx.x;
+  const int tid = threadIdx.x, bd = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = bd >> 5;
+  const long long* mt = meta + 4 * b;
+  const int Tb = (int)mt[0], S = (int)mt[1], Ci = (int)C;
+  const int* tab = table + mt[2];
+  unsigned* bpi = bp + mt[3];
+  const int G = (S + K - 1) / K;  // threads that own states
+  const int rowW = G * WT;        // backpointer words per frame
+  const int Cp = (Ci + 5) & ~3;   // row stride: C log-probs, star, padding
+  const int R = max(max(2 * F * Cp, 64 * BTW + 32), kCtcRegion);
+  const float* x = lp + (long long)b * T * C;
+  int* ali = alignment + (long long)b * T;
+  float* fs = frameScores + (long long)b * T;
+
+  int* wmax = (int*)smem;           // [2][32] per-warp row maxima (int32)
+  V* xtop = (V*)(wmax + 64);        // [2][32][2] each warp's two highest states
+  V* fin = xtop + 128;              // [4] the two end states
+  float* emb = (float*)(fin + 4);   // region: [2][F][Cp] emission rows
+  int* shLab = (int*)(emb + R);     // [S]
+  unsigned* shBp = (unsigned*)emb;  // [2][32][BTW], backtrace only
+  int* shPath = (int*)(shBp + 64 * BTW);  // [32], backtrace only
+  float* shSum = emb;               // frame-score chunks, last
+  const V neg = L::ctcNeg();
+  const float starF = (float)star;
+
+  for (long long t = Tb + tid; t < T; t += bd) ali[t] = -1, fs[t] = 0.f;
+
+  // This thread's states s0 + j: window frames, and for the label states
+  // (odd j) the emission column and the skip cap (x2 = min(x2, cap)).
+  const int s0 = tid * K;
+  V v[K];
+  int first[K], end[K], col[K / 2];
+  V cap[K / 2];
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+    const int s = s0 + j;
+    first[j] = Tb, end[j] = 0;  // padding: never in the window
+    int c = j & 1 ? Ci + 1 : (int)blank;
+    V cp = neg;
+    if (s < S) {
+      const int w = tab[s], lab = w & kLabelMask;
+      shLab[s] = lab;
+      first[j] = tab[S + s], end[j] = tab[2 * S + s];
+      if (j & 1) {
+        c = lab < Ci ? lab : Ci;
+        if ((w >> 30) & 1) cp = L::top();
+      }
+    }
+    if (j & 1) col[j / 2] = c, cap[j / 2] = cp;
+  }
+  const int tLo = L::kInt ? 0 : tab[2 * S];  // float: frames before it skip the window test
+  auto in = [&](int t, int j) { return t >= first[j] && t < end[j]; };
+  auto sync = [&] {
+    if (nw > 1)
+      __syncthreads();
+    else
+      __syncwarp();
+  };
+
+  // Frames 1..Tb-1 in blocks of F: block g is frames 1 + g*F ...
+  const int NG = Tb > 1 ? (Tb - 2) / F + 1 : 0;
+  const bool vec = (Ci & 3) == 0 && (reinterpret_cast<unsigned long long>(x) & 15) == 0;
+  // chunks calls fn(dst, src, n) for this thread's copies of block g's rows
+  // into buffer g & 1 (n = 4 or 1 floats).
+  auto chunks = [&](int g, auto&& fn) {
+    const int t0 = 1 + g * F, n = min(F, Tb - t0);
+    float* buf = emb + (g & 1) * F * Cp;
+    const float* src = x + (long long)t0 * C;
+    if (vec) {
+      const int c4 = Ci >> 2;
+      for (int i = tid; i < n * c4; i += bd) {
+        const int k = i / c4, c = (i - k * c4) * 4;
+        fn(buf + k * Cp + c, src + (long long)k * C + c, 4);
+      }
+    } else {
+      for (int i = tid; i < n * Ci; i += bd) {
+        const int k = i / Ci, c = i - k * Ci;
+        fn(buf + k * Cp + c, src + (long long)k * C + c, 1);
+      }
+    }
+  };
+  auto fetch = [&](int g) {
+    chunks(g, [](float* d, const float* s, int n) {
+      if (n == 4)
+        cpAsync16(d, s);
+      else
+        cpAsync4(d, s);
+    });
+    cpAsyncCommit();
+  };
+  // landed waits for block g's copies and (int32) quantises them in place.
+  auto landed = [&](int g) {
+    cpAsyncWait<0>();
+    if constexpr (L::kInt) {
+      chunks(g, [&](float* d, const float*, int n) {
+        for (int i = 0; i < n; ++i) reinterpret_cast<int*>(d)[i] = quant(d[i], scale);
+      });
+    }
+  };
+
+  if (NG > 0) fetch(0);
+  for (int k = tid; k < 2 * F; k += bd) {
+    V* row = (V*)(emb + k * Cp);
+    row[Ci] = L::load(starF, scale);
+    row[Ci + 1] = neg;
+  }
+  if (tid < 64) wmax[tid] = kCtcNeg;
+  // Frame 0.
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+    const int c = j & 1 ? col[j / 2] : (int)blank;
+    v[j] = in(0, j) ? L::load(c < Ci ? x[c] : starF, scale) : neg;
+  }
+  // laneMax is the maximum of the thread's states (int32).
+  auto laneMax = [&]() {
+    int m = (int)v[0];
+#pragma unroll
+    for (int j = 1; j + 1 < K; j += 2) m = max3(m, (int)v[j], (int)v[j + 1]);
+    return max(m, (int)v[K - 1]);
+  };
+  int m = 0;  // int32: the previous row's maximum
+  if constexpr (L::kInt) m = warpMax(laneMax());
+  __syncthreads();  // wmax initialised
+  if (nw > 1) {
+    if (L::kInt && lane == 0) wmax[warp] = m;
+    if (lane == 31) xtop[2 * warp] = v[K - 1], xtop[2 * warp + 1] = v[K - 2];
+  }
+  if (NG > 0) landed(0);
+  __syncthreads();
+
+  // frame computes frame t from row t-1 (in v) and the emission row e.
+  auto frame = [&](int t, const V* e, auto masked) {
+    V p1 = __shfl_up_sync(kFull, v[K - 1], 1), p2 = __shfl_up_sync(kFull, v[K - 2], 1);
+    if (lane == 0) {
+      const V* q = xtop + ((t - 1) & 1) * 64 + 2 * (warp - 1);
+      p1 = warp > 0 ? q[0] : neg;
+      p2 = warp > 0 ? q[1] : neg;
+    }
+    const V eb = e[blank];
+    V el[K / 2];
+#pragma unroll
+    for (int i = 0; i < K / 2; ++i) el[i] = e[col[i]];
+    unsigned w[WT];
+#pragma unroll
+    for (int i = 0; i < WT; ++i) w[i] = 0;
+#pragma unroll
+    for (int j = K - 1; j >= 0; --j) {
+      const V x0 = v[j], x1 = j >= 1 ? v[j - 1] : p1;
+      bool c1, c2 = false;
+      V r, ee;
+      if (j & 1) {
+        const V x2 = L::vmin(j >= 2 ? v[j - 2] : p1, cap[j / 2]);
+        c2 = x2 > L::vmax(x0, x1);
+        c1 = x1 > L::vmax(x0, x2);
+        r = c2 ? x2 : (c1 ? x1 : x0);
+        ee = el[j / 2];
+      } else {
+        c1 = x1 > x0;
+        r = c1 ? x1 : x0;
+        ee = eb;
+      }
+      V nv;
+      if constexpr (L::kInt)
+        nv = r == neg ? neg : addmax(r - m, ee, kCtcFloor);
+      else
+        nv = r + ee;
+      if constexpr (decltype(masked)::value) nv = in(t, j) ? nv : neg;
+      v[j] = nv;
+      if (c1) w[(2 * j) >> 5] |= 1u << ((2 * j) & 31);
+      if (c2) w[(2 * j + 1) >> 5] |= 1u << ((2 * j + 1) & 31);
+    }
+    if (tid < G) {
+      unsigned* dst = bpi + (long long)(t - 1) * rowW + tid * WT;
+      if constexpr (WT == 2)
+        *reinterpret_cast<uint2*>(dst) = make_uint2(w[0], w[1]);
+      else
+        dst[0] = w[0];
+    }
+  };
+
+  for (int g = 0; g < NG; ++g) {
+    if (g + 1 < NG) fetch(g + 1);  // into the buffer block g-1 read
+    const int t0 = 1 + g * F, n = min(F, Tb - t0);
+    const V* e = (const V*)(emb + (g & 1) * F * Cp);
+    for (int k = 0; k < n; ++k, e += Cp) {
+      const int t = t0 + k;
+      if constexpr (L::kInt) {
+        if (nw > 1) m = rowMax32(wmax + ((t - 1) & 1) * 32);
+      }
+      if (t >= tLo)
+        frame(t, e, Flag<true>{});
+      else
+        frame(t, e, Flag<false>{});
+      if constexpr (L::kInt) {
+        const int wm = warpMax(laneMax());
+        if (nw == 1)
+          m = wm;
+        else if (lane == 0)
+          wmax[(t & 1) * 32 + warp] = wm;
+      }
+      if (nw > 1) {
+        if (lane == 31) xtop[(t & 1) * 64 + 2 * warp] = v[K - 1], xtop[(t & 1) * 64 + 2 * warp + 1] = v[K - 2];
+        __syncthreads();
+      }
+    }
+    if (g + 1 < NG) landed(g + 1);
+    sync();
+  }
+
+  // Final state: the two end states of row Tb-1.
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+    if (s0 + j == S - 1) fin[0] = v[j];
+    if (s0 + j == S - 2) fin[1] = v[j];
+  }
+  __syncthreads();
+  int s = 0;
+  if (S >= 2) {
+    const V last = fin[0], lastLabel = fin[1];
+    if (tid == 0 && last == neg && lastLabel == neg) status[3 * b + 2] = 1;
+    s = last > lastLabel ? S - 1 : S - 2;
+  }
+  if (warp == 0) {
+    // fetchBp queues round r's words (frames t..t-31, rows t-1..t-32): BTW
+    // words of each row from thread g0's.
+    auto fetchBp = [&](int r, int t, int g0) {
+      const int tt = t - lane;
+      unsigned* dst = shBp + ((r & 1) * 32 + lane) * BTW;
+      if (tt >= 1) {
+        const unsigned* row = bpi + (long long)(tt - 1) * rowW + g0 * WT;
+        const int n = min(BTW, rowW - g0 * WT);
+        for (int q = 0; q < n; ++q) cpAsync4(dst + q, row + q);
+      }
+      cpAsyncCommit();
+    };
+    auto base = [](int st) { return max(st - 126, 0) / K; };
+    int g0 = base(s), gNext = g0;
+    fetchBp(0, Tb - 1, g0);
+    for (int r = 0, t = Tb - 1; t > 0; ++r, t -= 32) {
+      gNext = base(s);  // round r+1 stays within 126 states below s
+      fetchBp(r + 1, t - 32, gNext);
+      cpAsyncWait<1>();
+      __syncwarp();
+      if (lane == 0) {
+        const unsigned* sh = shBp + (r & 1) * 32 * BTW - g0 * WT;
+        // step moves s one frame back through frame k's words.
+        auto step = [&](int k) {
+          shPath[k] = s;
+          const int g = s / K, j2 = 2 * (s - g * K);
+          s -= (int)((sh[k * BTW + g * WT + (j2 >> 5)] >> (j2 & 31)) & 3u);
+        };
+        if (t >= 32) {
+#pragma unroll
+          for (int k = 0; k < 32; ++k) step(k);
+        } else {
+          for (int k = 0; k < t; ++k) step(k);
+        }
+      }
+      __syncwarp();
+      s = __shfl_sync(kFull, s, 0);
+      g0 = gNext;
+      if (t - lane >= 1) ali[t - lane] = shLab[shPath[lane]];
+    }
+    cpAsyncWait<0>();
+    if (lane == 0) ali[0] = shLab[s];
+  }
+  __syncthreads();
+  // Frame scores: gathered by the block in chunks, summed by thread 0.
+  double sum = 0;
+  for (int t0 = 0; t0 < Tb; t0 += R) {
+    const int n = min(R, Tb - t0);
+    for (int i = tid; i < n; i += bd) {
+      const int k = ali[t0 + i];
+      const float v = k < Ci ? x[(long long)(t0 + i) * C + k] : starF;
       fs[t0 + i] = v;
       shSum[i] = v;
     }
@@ -812,6 +1170,75 @@ extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p6(DPX_CTC_
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p8(DPX_CTC_ARGS) {
   dpxk::ctcAlign<int, 8>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores,
                          score, status);
+}
+
+// dpx_ctc_warp_{f32,i32}_k{4,6,8,12,16,20,24,32}: ctcWarp with K states per
+// thread; any block of whole warps with K*blockDim >= S (the launch bound:
+// 1024 threads for K <= 8, 512 for K <= 16, 128 above, so each keeps its
+// states in registers without spilling); frames is F.
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_f32_k4(DPX_CTC_ARGS) {
+  dpxk::ctcWarp<float, 4>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+                        status);
+}
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_f32_k6(DPX_CTC_ARGS) {
+  dpxk::ctcWarp<float, 6>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+                        status);
+}
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_f32_k8(DPX_CTC_ARGS) {
+  dpxk::ctcWarp<float, 8>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+                        status);
+}
+extern "C" __global__ void __launch_bounds__(512) dpx_ctc_warp_f32_k12(DPX_CTC_ARGS) {
+  dpxk::ctcWarp<float, 12>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+                        status);
+}
+extern "C" __global__ void __launch_bounds__(512) dpx_ctc_warp_f32_k16(DPX_CTC_ARGS) {
+  dpxk::ctcWarp<float, 16>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+                        status);
+}
+extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_f32_k20(DPX_CTC_ARGS) {
+  dpxk::ctcWarp<float, 20>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+                        status);
+}
+extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_f32_k24(DPX_CTC_ARGS) {
+  dpxk::ctcWarp<float, 24>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+                        status);
+}
+extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_f32_k32(DPX_CTC_ARGS) {
+  dpxk::ctcWarp<float, 32>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+                        status);
+}
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_i32_k4(DPX_CTC_ARGS) {
+  dpxk::ctcWarp<int, 4>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+                        status);
+}
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_i32_k6(DPX_CTC_ARGS) {
+  dpxk::ctcWarp<int, 6>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+                        status);
+}
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_i32_k8(DPX_CTC_ARGS) {
+  dpxk::ctcWarp<int, 8>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+                        status);
+}
+extern "C" __global__ void __launch_bounds__(512) dpx_ctc_warp_i32_k12(DPX_CTC_ARGS) {
+  dpxk::ctcWarp<int, 12>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+                        status);
+}
+extern "C" __global__ void __launch_bounds__(512) dpx_ctc_warp_i32_k16(DPX_CTC_ARGS) {
+  dpxk::ctcWarp<int, 16>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+                        status);
+}
+extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_i32_k20(DPX_CTC_ARGS) {
+  dpxk::ctcWarp<int, 20>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+                        status);
+}
+extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_i32_k24(DPX_CTC_ARGS) {
+  dpxk::ctcWarp<int, 24>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+                        status);
+}
+extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_i32_k32(DPX_CTC_ARGS) {
+  dpxk::ctcWarp<int, 32>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+                        status);
 }
 
 extern "C" __global__ void __launch_bounds__(1024)

@@ -52,6 +52,17 @@ __device__ __forceinline__ void cpAsync4(void* dst, const void* src) {
 #endif
 }
 
+// cpAsync16 copies 16 bytes (both addresses 16-byte aligned) from global
+// src to shared dst, bypassing L1 (cp.async.cg); same rules as cpAsync4.
+__device__ __forceinline__ void cpAsync16(void* dst, const void* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src)
+               : "memory");
+#else
+  for (int i = 0; i < 4; ++i) ((unsigned*)dst)[i] = ((const unsigned*)src)[i];
+#endif
+}
+
 // cpAsyncCommit closes the thread's current group of cpAsync4 copies.
 __device__ __forceinline__ void cpAsyncCommit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

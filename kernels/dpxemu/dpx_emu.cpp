@@ -47,6 +47,10 @@ struct int2 {
 struct int4 {
   int x, y, z, w;
 };
+struct uint2 {
+  unsigned x, y;
+};
+inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
 inline int2 make_int2(int x, int y) { return {x, y}; }
 
 namespace dpxk {
@@ -78,6 +82,11 @@ T exchange(T v, int src) {
 }
 template <class T>
 T __shfl_sync(unsigned, T v, int src) { return exchange(v, src); }
+template <class T>
+T __shfl_up_sync(unsigned, T v, int d) {
+  const int l = (int)(threadIdx.x & 31);
+  return exchange(v, l >= d ? l - d : l);
+}
 template <class T>
 T __shfl_xor_sync(unsigned, T v, int o) { return exchange(v, (int)(threadIdx.x & 31) ^ o); }
 inline unsigned __ballot_sync(unsigned, bool p) {
@@ -151,7 +160,7 @@ int main(int argc, char** argv) {
   const bool i32 = std::string(argv[2]) == "i32";
   dir = argv[3];
   std::vector<double> a = readv<double>("args.f64");
-  if (op == "ctc") {  // args: B T C blank star scale bd frames
+  if (op == "ctc") {  // args: B T C blank star scale bd frames [K]
     const long long B = a[0], T = a[1], C = a[2], blank = a[3], bd = a[6], frames = a[7];
     const double star = a[4], scale = a[5];
     auto lp = readv<float>("lp.f32");
@@ -176,7 +185,31 @@ int main(int argc, char** argv) {
                           dpx_ctc_align_f32_p8};
     const Kernel i32k[] = {dpx_ctc_align_i32_p1, dpx_ctc_align_i32_p2, dpx_ctc_align_i32_p4, dpx_ctc_align_i32_p6,
                            dpx_ctc_align_i32_p8};
-    const Kernel k = (i32 ? i32k : f32)[pi];
+    Kernel k = (i32 ? i32k : f32)[pi];
+    // args[8] > 0: the register-resident kernel with that many states per
+    // thread (dpx_ctc_warp_*_k<K>).
+    const int K = a.size() > 8 ? (int)a[8] : 0;
+    if (K > 0) {
+      const int ks[] = {4, 6, 8, 12, 16, 20, 24, 32};
+      const Kernel wf[] = {dpx_ctc_warp_f32_k4,  dpx_ctc_warp_f32_k6,  dpx_ctc_warp_f32_k8,  dpx_ctc_warp_f32_k12,
+                           dpx_ctc_warp_f32_k16, dpx_ctc_warp_f32_k20, dpx_ctc_warp_f32_k24, dpx_ctc_warp_f32_k32};
+      const Kernel wi[] = {dpx_ctc_warp_i32_k4,  dpx_ctc_warp_i32_k6,  dpx_ctc_warp_i32_k8,  dpx_ctc_warp_i32_k12,
+                           dpx_ctc_warp_i32_k16, dpx_ctc_warp_i32_k20, dpx_ctc_warp_i32_k24, dpx_ctc_warp_i32_k32};
+      int ki = 0;
+      while (ki < 7 && ks[ki] != K) ++ki;
+      if (ks[ki] != K || K * bd < maxS) {
+        std::fprintf(stderr, "dpx_emu: no warp kernel with K=%d states a thread for S=%lld, %lld threads\n", K, maxS, bd);
+        return 2;
+      }
+      k = (i32 ? wi : wf)[ki];
+      // Its backpointer layout: ceil(S/K) * ceil(2K/32) words a frame.
+      words = 0;
+      for (long long b = 0; b < B; ++b) {
+        const long long S = meta[4 * b + 1], Tb = meta[4 * b];
+        words = max(words, meta[4 * b + 3] + (Tb - 1) * ((S + K - 1) / K) * ((2 * K + 31) / 32));
+      }
+      bp.assign(words + 2, 0xdeadbeefu);
+    }
     std::memset(dpxk::smem, 0xA5, sizeof dpxk::smem);  // stale shared memory
     launch(B, 1, bd, [&] {
       k(lp.data(), T, C, meta.data(), table.data(), bp.data(), blank, star, scale, frames, ali.data(), fs.data(),

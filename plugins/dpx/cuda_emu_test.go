@@ -12,11 +12,13 @@ package dpx
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -89,20 +91,36 @@ func TestKernelReplayCTC(t *testing.T) {
 	// frames: the kernel's block of staged emissions and backpointers (F):
 	// 1, blocks that do not divide T-1, that do (129 = 1 + 8*16, 91 = 1 +
 	// 6*15), and blocks longer than some items.
+	//
+	// K > 0 replays the register-resident kernel (dpx_ctc_warp_*) with K
+	// states a thread and bd/32 warps: one warp and several, threads with
+	// padding states and threads with none, one and two backpointer words
+	// a thread, C with and without 16-byte row copies (C % 4).
 	cases := []struct {
 		name          string
 		C, bd, frames int
 		Ts, Ls        []int
 		blank         int
 		star          bool
+		K             int
 	}{
-		{"ragged", 12, 32, 16, []int{60, 17, 1, 40, 2}, []int{20, 8, 0, 19, 1}, 0, false},
-		{"multipass", 9, 32, 8, []int{150, 129}, []int{100, 64}, 0, false},
-		{"two_pass", 9, 64, 7, []int{150, 130}, []int{50, 64}, 0, false},
-		{"six_pass", 9, 32, 6, []int{120, 91}, []int{85, 40}, 0, false},
-		{"one_pass", 9, 128, 5, []int{90, 70}, []int{50, 30}, 0, false},
-		{"tight", 7, 64, 1, []int{45}, []int{40}, 0, false},
-		{"star_blank_last", 10, 32, 3, []int{70, 50}, []int{25, 12}, 9, true},
+		{"ragged", 12, 32, 16, []int{60, 17, 1, 40, 2}, []int{20, 8, 0, 19, 1}, 0, false, 0},
+		{"multipass", 9, 32, 8, []int{150, 129}, []int{100, 64}, 0, false, 0},
+		{"two_pass", 9, 64, 7, []int{150, 130}, []int{50, 64}, 0, false, 0},
+		{"six_pass", 9, 32, 6, []int{120, 91}, []int{85, 40}, 0, false, 0},
+		{"one_pass", 9, 128, 5, []int{90, 70}, []int{50, 30}, 0, false, 0},
+		{"tight", 7, 64, 1, []int{45}, []int{40}, 0, false, 0},
+		{"star_blank_last", 10, 32, 3, []int{70, 50}, []int{25, 12}, 9, true, 0},
+		{"warp/ragged_k4", 12, 32, 16, []int{60, 17, 1, 40, 2}, []int{20, 8, 0, 19, 1}, 0, false, 4},
+		{"warp/one_warp_k20", 32, 32, 16, []int{400, 333}, []int{300, 150}, 0, false, 20},
+		{"warp/one_warp_k32_c9", 9, 32, 5, []int{340, 250}, []int{250, 120}, 0, false, 32},
+		{"warp/two_warps_k12", 32, 64, 7, []int{420, 400}, []int{300, 200}, 0, false, 12},
+		{"warp/four_warps_k6", 12, 128, 4, []int{410, 300}, []int{300, 100}, 0, false, 6},
+		{"warp/three_warps_k8_c7", 7, 96, 3, []int{400, 64}, []int{300, 40}, 0, false, 8},
+		{"warp/k16_k24", 16, 64, 6, []int{700, 500}, []int{500, 400}, 0, false, 16},
+		{"warp/k24", 16, 32, 9, []int{500, 500}, []int{380, 20}, 0, false, 24},
+		{"warp/tight_k6", 7, 32, 1, []int{45}, []int{40}, 0, false, 6},
+		{"warp/star_blank_last_k8", 10, 64, 3, []int{70, 50}, []int{25, 12}, 9, true, 8},
 	}
 	for i, c := range cases {
 		for _, pr := range precisions {
@@ -118,7 +136,7 @@ func TestKernelReplayCTC(t *testing.T) {
 						tg[k] = int64(c.C)
 					}
 				}
-				if c.name == "tight" { // T = L + R exactly
+				if strings.HasSuffix(c.name, "tight") || strings.HasPrefix(c.name, "warp/tight") { // T = L + R exactly
 					reps := 0
 					for k := 1; k < 40; k++ {
 						if tg[k] == tg[k-1] {
@@ -148,8 +166,11 @@ func TestKernelReplayCTC(t *testing.T) {
 				pool, err := newAlignerPool(AlignOptions{Blank: c.blank, Star: c.star, StarLogProb: -0.7, Precision: prec})
 				require.NoError(t, err)
 				tabs := newCTCTables(pool, targets, lengths)
+				if c.K > 0 {
+					tabs.useWarpLayout(c.K)
+				}
 				dir := t.TempDir()
-				writeBin(t, dir, "args.f64", []float64{float64(B), float64(T), float64(C), float64(c.blank), float64(float32(-0.7)), DefaultScale, float64(c.bd), float64(c.frames)})
+				writeBin(t, dir, "args.f64", []float64{float64(B), float64(T), float64(C), float64(c.blank), float64(float32(-0.7)), DefaultScale, float64(c.bd), float64(c.frames), float64(c.K)})
 				writeBin(t, dir, "lp.f32", in["log_probs"].F32())
 				writeBin(t, dir, "meta.i64", tabs.meta)
 				writeBin(t, dir, "table.i32", tabs.table)
@@ -178,19 +199,27 @@ func TestKernelReplayCTCGolden(t *testing.T) {
 				prec, _ := ParsePrecision(pr)
 				pool, err := newAlignerPool(AlignOptions{Blank: c.Blank, Star: c.Star, StarLogProb: c.StarLogProb, Precision: prec})
 				require.NoError(t, err)
-				tabs := newCTCTables(pool, [][]int{toInts(tg.I64())}, []int{T})
-				bd := max(32, (tabs.maxS/8+32)/32*32)
-				dir := t.TempDir()
-				writeBin(t, dir, "args.f64", []float64{1, float64(T), float64(C), float64(c.Blank), float64(c.StarLogProb), DefaultScale, float64(bd), 4})
-				writeBin(t, dir, "lp.f32", lp.F32())
-				writeBin(t, dir, "meta.i64", tabs.meta)
-				writeBin(t, dir, "table.i32", tabs.table)
-				runEmu(t, "ctc", pr, dir)
-				requireSameInts(t, want["alignment"].I32(), readBin[int32](t, dir, "alignment.i32", T), "alignment")
-				requireF32Bits(t, want["frame_scores"].F32(), readBin[float32](t, dir, "frame_scores.f32", T), "frame_scores")
-				requireF32Bits(t, want["score"].F32(), readBin[float32](t, dir, "score.f32", 1), "score")
-				if pr == "f32" {
-					requireSameInts(t, readGolden(t, "ctc_"+c.Name+"_alignment").I32(), readBin[int32](t, dir, "alignment.i32", T), "torchaudio alignment")
+				// The block kernel (K = 0), then the register-resident one with
+				// 8 states a thread.
+				for _, K := range []int{0, 8} {
+					tabs := newCTCTables(pool, [][]int{toInts(tg.I64())}, []int{T})
+					bd := max(32, (tabs.maxS/8+32)/32*32)
+					if K > 0 {
+						tabs.useWarpLayout(K)
+						bd = (tabs.maxS + 32*K - 1) / (32 * K) * 32
+					}
+					dir := t.TempDir()
+					writeBin(t, dir, "args.f64", []float64{1, float64(T), float64(C), float64(c.Blank), float64(c.StarLogProb), DefaultScale, float64(bd), 4, float64(K)})
+					writeBin(t, dir, "lp.f32", lp.F32())
+					writeBin(t, dir, "meta.i64", tabs.meta)
+					writeBin(t, dir, "table.i32", tabs.table)
+					runEmu(t, "ctc", pr, dir)
+					requireSameInts(t, want["alignment"].I32(), readBin[int32](t, dir, "alignment.i32", T), fmt.Sprintf("K=%d: alignment", K))
+					requireF32Bits(t, want["frame_scores"].F32(), readBin[float32](t, dir, "frame_scores.f32", T), "frame_scores")
+					requireF32Bits(t, want["score"].F32(), readBin[float32](t, dir, "score.f32", 1), "score")
+					if pr == "f32" {
+						requireSameInts(t, readGolden(t, "ctc_"+c.Name+"_alignment").I32(), readBin[int32](t, dir, "alignment.i32", T), "torchaudio alignment")
+					}
 				}
 			})
 		}

@@ -20,7 +20,9 @@ type ctcTables struct {
 	// Aligner's prepare.
 	table []int32
 	// bpWords is the backpointer memory of the batch in 32-bit words: two
-	// bit planes of ceil(S/32) words per frame after the first.
+	// bit planes of ceil(S/32) words per frame after the first
+	// (dpx_ctc_align_*), or ceil(S/K) * ceil(2K/32) words (dpx_ctc_warp_*,
+	// after useWarpLayout).
 	bpWords int64
 	// maxS is the largest trellis of the batch.
 	maxS int
@@ -106,5 +108,19 @@ func ctcItemTable(a *Aligner, tg []int, Tb int, dst []int32) {
 		for lo := min(int(a.lo[t]), S); l < lo; l++ {
 			end[l] = int32(t)
 		}
+	}
+}
+
+// useWarpLayout sets the backpointer offsets (meta) and bpWords for the
+// register-resident kernels with k states a thread (dpx_ctc_warp_*_k<k>):
+// each thread that owns states stores ceil(2k/32) words a frame, so an item
+// takes (T_b-1) * ceil(S/k) * ceil(2k/32) words (an even count when a thread
+// stores two, which keeps its 64-bit stores aligned).
+func (c *ctcTables) useWarpLayout(k int) {
+	c.bpWords = 0
+	for b := 0; b < len(c.meta)/4; b++ {
+		Tb, S := c.meta[4*b], c.meta[4*b+1]
+		c.meta[4*b+3] = c.bpWords
+		c.bpWords += (Tb - 1) * ((S + int64(k) - 1) / int64(k)) * int64((2*k+31)/32)
 	}
 }

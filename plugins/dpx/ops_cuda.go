@@ -175,7 +175,8 @@ type alignCUDA struct {
 	opt    AlignOptions
 	preps  *alignerPool // Aligners whose prepare builds the trellis tables
 	check  checker
-	k      [2][len(ctcPasses)]*cuda.Kernel // [f32, i32][ctcPasses]
+	k      [2][len(ctcPasses)]*cuda.Kernel // dpx_ctc_align: [f32, i32][ctcPasses]
+	w      [2][len(ctcWarpK)]*cuda.Kernel  // dpx_ctc_warp: [f32, i32][ctcWarpK]
 	shared int                             // dynamic shared memory a launch may use
 	budget int64
 }
@@ -184,9 +185,23 @@ type alignCUDA struct {
 // dpx_ctc_align kernels (their _p suffixes).
 var ctcPasses = [...]int{1, 2, 4, 6, 8}
 
+// ctcWarpK are the states per thread of the register-resident
+// dpx_ctc_warp kernels (their _k suffixes); ctcWarpBound is each one's
+// launch bound (__launch_bounds__ in dpx.cu: registers for K states).
+var (
+	ctcWarpK     = [...]int{4, 6, 8, 12, 16, 20, 24, 32}
+	ctcWarpBound = [...]int{1024, 1024, 1024, 512, 512, 128, 128, 128}
+)
+
 // Test hooks (benchmarks of the launch shape): the least state passes per
-// thread and the frames per block (< 1 chooses).
-var ctcMinPass, ctcFrames = 0, 0
+// thread and the frames per block (< 1 chooses) of dpx_ctc_align; the
+// states per thread and warps of dpx_ctc_warp (< 1 chooses); and
+// ctcUseBlock, which forces dpx_ctc_align.
+var (
+	ctcMinPass, ctcFrames = 0, 0
+	ctcForceK, ctcWarps   = 0, 0
+	ctcUseBlock           = false
+)
 
 func newAlignCUDA(p rt.Params, b *cuda.Backend) (rt.Op, error) {
 	pr, scale, err := precisionOf(p)
@@ -207,6 +222,11 @@ func newAlignCUDA(p rt.Params, b *cuda.Backend) (rt.Op, error) {
 			names = append(names, fmt.Sprintf("dpx_ctc_align_%s_p%d", v, mp))
 		}
 	}
+	for _, v := range []string{"f32", "i32"} {
+		for _, k := range ctcWarpK {
+			names = append(names, fmt.Sprintf("dpx_ctc_warp_%s_k%d", v, k))
+		}
+	}
 	ks, err := cudaKernels(b, names...)
 	if err != nil {
 		return nil, err
@@ -218,8 +238,12 @@ func newAlignCUDA(p rt.Params, b *cuda.Backend) (rt.Op, error) {
 	if o.shared, err = optInShared(ks[1:]...); err != nil {
 		return nil, err
 	}
-	for i, k := range ks[1:] {
+	nb := 2 * len(ctcPasses)
+	for i, k := range ks[1 : 1+nb] {
 		o.k[i/len(ctcPasses)][i%len(ctcPasses)] = k
+	}
+	for i, k := range ks[1+nb:] {
+		o.w[i/len(ctcWarpK)][i%len(ctcWarpK)] = k
 	}
 	return o, nil
 }
@@ -289,6 +313,55 @@ func (o *alignCUDA) ctcLaunch(S int) (passes, block, frames int) {
 	return passes, block, frames
 }
 
+const (
+	ctcWarpFrames = 32 // frames per block of staged emission rows (dpx_ctc_warp: F)
+	ctcWarpTarget = 8  // states per thread the default dpx_ctc_warp launch aims at
+)
+
+// ctcWarpShared is dpx_ctc_warp's dynamic shared memory for a largest
+// trellis of S states, C log-prob columns, blocks of F frames and K states
+// per thread: 784 bytes of per-warp maxima, top pairs and end states, a
+// region of max(2*F*Cp, 64*BTW + 32, 1024) words (Cp = C+2 rounded up to 4;
+// BTW = (126/K + 2) * ceil(2K/32) backtrace words a frame), and S labels.
+func ctcWarpShared(S, C, F, K int) int {
+	cp := (C + 5) &^ 3
+	btw := (126/K + 2) * ((2*K + 31) / 32)
+	return 784 + 4*max(2*F*cp, 64*btw+32, ctcMinRegion) + 4*S
+}
+
+// ctcWarpShape is a dpx_ctc_warp launch: the index of its K in ctcWarpK,
+// the block size (warps*32) and the frames per block.
+type ctcWarpShape struct{ ki, block, frames int }
+
+// ctcWarpLaunch picks the dpx_ctc_warp launch for a largest trellis of S
+// states over C columns: by default about ctcWarpTarget states a thread
+// (ceil(S/256) warps, the smallest K that covers S with them); ok is false
+// when no kernel covers S or the emission rows of even one frame do not fit
+// shared memory (dpx_ctc_align takes the call then).
+func (o *alignCUDA) ctcWarpLaunch(S, C int) (sh ctcWarpShape, ok bool) {
+	warps := min((S+32*ctcWarpTarget-1)/(32*ctcWarpTarget), 32)
+	if ctcWarps > 0 {
+		warps = ctcWarps
+	}
+	sh.ki = -1
+	for i, k := range ctcWarpK {
+		if k*32*warps >= S && ctcWarpBound[i] >= 32*warps && (ctcForceK <= 0 || k == ctcForceK) {
+			sh.ki = i
+			break
+		}
+	}
+	if sh.ki < 0 {
+		return sh, false
+	}
+	sh.block = 32 * warps
+	for sh.frames = ctcWarpFrames; sh.frames > 1 && ctcWarpShared(S, C, sh.frames, ctcWarpK[sh.ki]) > o.shared; sh.frames /= 2 {
+	}
+	if ctcFrames > 0 {
+		sh.frames = ctcFrames
+	}
+	return sh, ctcWarpShared(S, C, sh.frames, ctcWarpK[sh.ki]) <= o.shared
+}
+
 // targetsOf validates item b's targets as the CPU Aligner does (trailing -1
 // padding, ids in range, no blank, T >= L + R) and returns them.
 func (o *alignCUDA) targetsOf(tg *rt.Tensor, b, L, C, T int) ([]int, error) {
@@ -328,6 +401,8 @@ type ctcCall struct {
 	lengths []int
 	dims    []int64 // {T_b, C} per item, for dpx_check
 	tabs    ctcTables
+	warp    bool         // dpx_ctc_warp (else dpx_ctc_align)
+	wsh     ctcWarpShape // its launch
 }
 
 // plan validates a call's inputs (log_probs [B,T,C] or [T,C] and targets in
@@ -369,17 +444,33 @@ func (o *alignCUDA) plan(ctx context.Context, in rt.Tensors) (*ctcCall, error) {
 		if S := 2*len(targets[b]) + 1; S > mx {
 			return fmt.Errorf("item %d: L=%d targets make %d trellis states; the cuda kernel holds at most %d on %s (L <= %d): use the cpu backend", b, len(targets[b]), S, mx, o.be.Device(), (mx-1)/2)
 		}
-		words := int64(2*len(targets[b])+32) / 32 // ceil(S/32)
-		if need := int64(lengths[b]-1) * words * 8; need > o.budget {
-			return fmt.Errorf("item %d: aligning T=%d frames over %d trellis states needs %d bytes of backpointers on the device; the limit (max_memory) is %d", b, lengths[b], 2*len(targets[b])+1, need, o.budget)
-		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	maxS := 1
+	for _, tg := range targets {
+		maxS = max(maxS, 2*len(tg)+1)
+	}
+	wsh, warp := o.ctcWarpLaunch(maxS, C)
+	warp = warp && !ctcUseBlock
+	for b, tg := range targets {
+		S := int64(2*len(tg) + 1)
+		words := 2 * ((S + 31) / 32) // dpx_ctc_align: two planes of ceil(S/32)
+		if warp {
+			k := int64(ctcWarpK[wsh.ki])
+			words = (S + k - 1) / k * ((2*k + 31) / 32)
+		}
+		if need := int64(lengths[b]-1) * words * 4; need > o.budget {
+			return nil, fmt.Errorf("item %d: aligning T=%d frames over %d trellis states needs %d bytes of backpointers on the device; the limit (max_memory) is %d", b, lengths[b], S, need, o.budget)
+		}
+	}
 	c := &ctcCall{lp: lpPtr, B: B, T: T, C: C, lengths: lengths, dims: make([]int64, 2*B),
-		tabs: newCTCTables(o.preps, targets, lengths)}
+		tabs: newCTCTables(o.preps, targets, lengths), warp: warp, wsh: wsh}
+	if warp {
+		c.tabs.useWarpLayout(ctcWarpK[wsh.ki])
+	}
 	for b := range B {
 		c.dims[2*b], c.dims[2*b+1] = int64(lengths[b]), int64(C)
 	}
@@ -432,7 +523,8 @@ func (o *alignCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error) 
 }
 
 // launch uploads the call's tables (one copy), queues the check and the
-// alignment and returns the status buffer.
+// alignment (dpx_ctc_warp when one covers the trellis and its rows fit,
+// else dpx_ctc_align) and returns the status buffer.
 func (o *alignCUDA) launch(sc *scratch, c *ctcCall, ali, fs, score *rt.Tensor) (*cuda.Buffer, error) {
 	tabs, err := uploadAll(sc, cuda.Bytes(c.tabs.meta), cuda.Bytes(c.dims), cuda.Bytes(c.tabs.table))
 	if err != nil {
@@ -462,16 +554,27 @@ func (o *alignCUDA) launch(sc *scratch, c *ctcCall, ali, fs, score *rt.Tensor) (
 			return nil, err
 		}
 	}
-	passes, block, frames := o.ctcLaunch(c.tabs.maxS)
-	pi := 0
-	for ctcPasses[pi] != passes {
-		pi++
-	}
-	k := o.k[0][pi]
+	pr := 0
 	if o.opt.Precision == Int32 {
-		k = o.k[1][pi]
+		pr = 1
 	}
-	return status, k.Launch(dim(c.B), dim(block), ctcShared(c.tabs.maxS, frames),
+	var (
+		k                     *cuda.Kernel
+		block, frames, shared int
+	)
+	if c.warp {
+		k, block, frames = o.w[pr][c.wsh.ki], c.wsh.block, c.wsh.frames
+		shared = ctcWarpShared(c.tabs.maxS, c.C, frames, ctcWarpK[c.wsh.ki])
+	} else {
+		var passes int
+		passes, block, frames = o.ctcLaunch(c.tabs.maxS)
+		pi := 0
+		for ctcPasses[pi] != passes {
+			pi++
+		}
+		k, shared = o.k[pr][pi], ctcShared(c.tabs.maxS, frames)
+	}
+	return status, k.Launch(dim(c.B), dim(block), shared,
 		c.lp, c.T, c.C, tabs[0], tabs[2], bp, o.opt.Blank, float64(o.opt.StarLogProb), scale, frames,
 		ptrs[0], ptrs[1], ptrs[2], status)
 }

@@ -77,27 +77,58 @@ func requireParity(t *testing.T, name string, params map[string]any, in rt.Tenso
 	return got
 }
 
-// TestCUDAAlignGolden: every torchaudio golden, both precisions, against the
-// CPU op; the float path also against torchaudio's alignment.
+// ctcKernel is a forced choice of the CTC kernel and its launch (the test
+// hooks of ops_cuda.go); the zero value is the launcher's own choice.
+type ctcKernel struct {
+	name     string
+	block    bool // dpx_ctc_align
+	k, warps int  // dpx_ctc_warp: states a thread, warps (0: chosen)
+}
+
+// ctcKernels are the choices the parity tests run: the default, the block
+// kernel, and the register-resident one with one warp and with several.
+var ctcKernels = []ctcKernel{
+	{name: "default"},
+	{name: "block", block: true},
+	{name: "warp_k32x1", k: 32, warps: 1},
+	{name: "warp_k6x4", k: 6, warps: 4},
+}
+
+// use sets the hooks for k until the test ends.
+func (k ctcKernel) use(tb testing.TB) {
+	old := []int{ctcForceK, ctcWarps}
+	oldBlock := ctcUseBlock
+	tb.Cleanup(func() { ctcForceK, ctcWarps, ctcUseBlock = old[0], old[1], oldBlock })
+	ctcForceK, ctcWarps, ctcUseBlock = k.k, k.warps, k.block
+}
+
+// TestCUDAAlignGolden: every torchaudio golden, both precisions, every
+// kernel choice, against the CPU op; the float path also against
+// torchaudio's alignment.
 func TestCUDAAlignGolden(t *testing.T) {
 	for _, c := range readManifest(t).CTC {
 		for _, pr := range precisions {
-			t.Run(c.Name+"/"+pr, func(t *testing.T) {
-				lp := readGolden(t, "ctc_"+c.Name+"_log_probs")
-				tg := readGolden(t, "ctc_"+c.Name+"_targets")
-				params := map[string]any{"blank": c.Blank, "star": c.Star, "star_logprob": float64(c.StarLogProb), "precision": pr}
-				got := requireParity(t, "ctc_align", params, rt.Tensors{"log_probs": lp, "targets": tg})
-				if got != nil && pr == "f32" {
-					requireSameInts(t, readGolden(t, "ctc_"+c.Name+"_alignment").I32(), got["alignment"].I32(), "torchaudio alignment")
-				}
-			})
+			for _, kc := range ctcKernels {
+				t.Run(c.Name+"/"+pr+"/"+kc.name, func(t *testing.T) {
+					kc.use(t)
+					lp := readGolden(t, "ctc_"+c.Name+"_log_probs")
+					tg := readGolden(t, "ctc_"+c.Name+"_targets")
+					params := map[string]any{"blank": c.Blank, "star": c.Star, "star_logprob": float64(c.StarLogProb), "precision": pr}
+					got := requireParity(t, "ctc_align", params, rt.Tensors{"log_probs": lp, "targets": tg})
+					if got != nil && pr == "f32" {
+						requireSameInts(t, readGolden(t, "ctc_"+c.Name+"_alignment").I32(), got["alignment"].I32(), "torchaudio alignment")
+					}
+				})
+			}
 		}
 	}
 }
 
 // TestCUDAAlignRandom: ragged batches (one item per block, several passes
 // of states per thread, empty targets, tight T = L + R) on random
-// emissions, both precisions, the star column too.
+// emissions, both precisions, every kernel choice (a forced dpx_ctc_warp
+// shape that cannot hold a case's trellis falls back to dpx_ctc_align),
+// the star column too; C = 29 and 12 take the 4-byte row copies.
 func TestCUDAAlignRandom(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -111,34 +142,39 @@ func TestCUDAAlignRandom(t *testing.T) {
 		{"max_states", 32, []int{8400}, []int{(ctcMaxStates(newAlignOpCUDA(t, nil).shared) - 1) / 2}, nil},
 		{"blank_last", 12, []int{90, 80}, []int{30, 10}, map[string]any{"blank": 11}},
 		{"star", 12, []int{90, 80}, []int{30, 12}, map[string]any{"star": true, "star_logprob": -1.5}},
+		{"odd_c", 29, []int{700, 333, 1}, []int{300, 100, 0}, nil},
+		{"large_c", 5000, []int{300, 200}, []int{120, 60}, nil},
 	}
 	for i, c := range cases {
 		for _, pr := range precisions {
-			t.Run(c.name+"/"+pr, func(t *testing.T) {
-				r := rand.New(rand.NewPCG(uint64(i), 8))
-				in := alignBatch(r, c.C, c.Ts, c.Ls)
-				if c.params["blank"] == 11 {
-					tg := in["targets"].I64()
-					for k, v := range tg {
-						if v == 11 {
-							tg[k] = 3
+			for _, kc := range ctcKernels {
+				t.Run(c.name+"/"+pr+"/"+kc.name, func(t *testing.T) {
+					kc.use(t)
+					r := rand.New(rand.NewPCG(uint64(i), 8))
+					in := alignBatch(r, c.C, c.Ts, c.Ls)
+					if c.params["blank"] == 11 {
+						tg := in["targets"].I64()
+						for k, v := range tg {
+							if v == 11 {
+								tg[k] = 3
+							}
 						}
 					}
-				}
-				if c.params["star"] == true {
-					tg := in["targets"].I64()
-					for k := range tg {
-						if tg[k] > 0 && k%5 == 0 {
-							tg[k] = int64(c.C)
+					if c.params["star"] == true {
+						tg := in["targets"].I64()
+						for k := range tg {
+							if tg[k] > 0 && k%5 == 0 {
+								tg[k] = int64(c.C)
+							}
 						}
 					}
-				}
-				params := map[string]any{"precision": pr}
-				for k, v := range c.params {
-					params[k] = v
-				}
-				requireParity(t, "ctc_align", params, in)
-			})
+					params := map[string]any{"precision": pr}
+					for k, v := range c.params {
+						params[k] = v
+					}
+					requireParity(t, "ctc_align", params, in)
+				})
+			}
 		}
 	}
 }
@@ -168,8 +204,20 @@ func TestCUDAAlignLaunch(t *testing.T) {
 		if S <= 1025 {
 			require.Equal(t, ctcMaxFrames, frames, "S=%d: full blocks", S)
 		}
+		for _, C := range []int{32, 1025, 5000} {
+			sh, ok := o.ctcWarpLaunch(S, C)
+			require.True(t, ok, "S=%d, C=%d: dpx_ctc_warp covers it", S, C)
+			k := ctcWarpK[sh.ki]
+			require.GreaterOrEqual(t, k*sh.block, S, "S=%d", S)
+			require.LessOrEqual(t, sh.block, ctcWarpBound[sh.ki], "S=%d: within K=%d's launch bound", S, k)
+			require.Zero(t, sh.block%32, "S=%d: whole warps", S)
+			require.Positive(t, sh.frames, "S=%d", S)
+			require.LessOrEqual(t, ctcWarpShared(S, C, sh.frames, k), o.shared, "S=%d, C=%d", S, C)
+		}
 	}
 	require.GreaterOrEqual(t, ctcMaxStates(o.shared), 8191, "Hopper's 227 KiB hold 8191 states")
+	_, ok := o.ctcWarpLaunch(601, 1<<20)
+	require.False(t, ok, "a million columns: no frame's row fits, dpx_ctc_align takes it")
 }
 
 // TestCUDAErrors: bad values and impossible inputs give the CPU ops' errors.
@@ -428,23 +476,34 @@ func alignDeviceTime(tb testing.TB, params map[string]any, in rt.Tensors, reps i
 	return ds[reps/2], ps[reps/2]
 }
 
-// BenchmarkCUDAAlignShape sweeps the CTC launch shape (state passes per
-// thread, frames per block of staged emissions and backpointers; 0 = the
+// BenchmarkCUDAAlignShape sweeps the CTC kernel and its launch shape
+// (dpx_ctc_align: state passes per thread; dpx_ctc_warp: states per thread
+// and warps; both: frames per block of staged emissions; 0 = the
 // launcher's choice) and reports the Run wall time (ns/op), the launch's
 // device time (dev-ns/op) and the plan's host time (plan-ns/op).
 func BenchmarkCUDAAlignShape(b *testing.B) {
 	be := cudatest.Backend(b)
 	r := rand.New(rand.NewPCG(8, 9))
-	defer func(p, f int) { ctcMinPass, ctcFrames = p, f }(ctcMinPass, ctcFrames)
-	type shape struct{ pass, frames int }
+	defer func(p, f, k, w int, bl bool) {
+		ctcMinPass, ctcFrames, ctcForceK, ctcWarps, ctcUseBlock = p, f, k, w, bl
+	}(ctcMinPass, ctcFrames, ctcForceK, ctcWarps, ctcUseBlock)
+	// kernel: "block" (dpx_ctc_align: pass, frames) or "warp" (dpx_ctc_warp:
+	// k states a thread, warps, frames); 0 = the launcher's choice.
+	type shape struct {
+		kernel                 string
+		pass, k, warps, frames int
+	}
+	blk := func(pass, frames int) shape { return shape{"block", pass, 0, 0, frames} }
+	wrp := func(k, warps, frames int) shape { return shape{"warp", 0, k, warps, frames} }
 	for _, sh := range []struct {
 		B, T, L int
 		shapes  []shape
 	}{
-		{1, 1500, 300, []shape{{0, 0}, {0, 8}, {0, 4}, {0, 1}, {2, 0}, {4, 0}}},
-		{1, 3000, 300, []shape{{0, 0}, {2, 0}}},
-		{64, 1500, 300, []shape{{0, 0}, {2, 0}}},
-		{1, 15000, 3000, []shape{{0, 0}, {8, 0}}},
+		{1, 1500, 300, []shape{blk(0, 0), wrp(0, 0, 0), wrp(20, 1, 0), wrp(24, 1, 0), wrp(12, 2, 0), wrp(8, 3, 0),
+			wrp(6, 4, 0), wrp(4, 5, 0), wrp(8, 3, 16), wrp(8, 3, 64), wrp(20, 1, 64)}},
+		{1, 3000, 300, []shape{wrp(0, 0, 0), wrp(20, 1, 0), wrp(6, 4, 0)}},
+		{64, 1500, 300, []shape{blk(0, 0), wrp(0, 0, 0), wrp(20, 1, 0), wrp(12, 2, 0), wrp(6, 4, 0)}},
+		{1, 15000, 3000, []shape{blk(0, 0), wrp(0, 0, 0), wrp(6, 32, 0), wrp(12, 16, 0), wrp(16, 12, 0), wrp(32, 4, 0)}},
 	} {
 		Ts, Ls := make([]int, sh.B), make([]int, sh.B)
 		for i := range sh.B {
@@ -460,8 +519,8 @@ func BenchmarkCUDAAlignShape(b *testing.B) {
 		}
 		for _, c := range sh.shapes {
 			for _, pr := range precisions {
-				ctcMinPass, ctcFrames = c.pass, c.frames
-				name := fmt.Sprintf("B=%d,T=%d,L=%d/pass=%d,frames=%d/%s", sh.B, sh.T, sh.L, c.pass, c.frames, pr)
+				ctcMinPass, ctcFrames, ctcForceK, ctcWarps, ctcUseBlock = c.pass, c.frames, c.k, c.warps, c.kernel == "block"
+				name := fmt.Sprintf("B=%d,T=%d,L=%d/%s,pass=%d,k=%d,warps=%d,frames=%d/%s", sh.B, sh.T, sh.L, c.kernel, c.pass, c.k, c.warps, c.frames, pr)
 				b.Run(name, func(b *testing.B) {
 					inst, err := rt.New("ctc_align", map[string]any{"precision": pr}, be)
 					require.NoError(b, err)
