@@ -206,9 +206,9 @@ def export_onnx(net, path):
             log(f"TorchScript ONNX export failed ({e!r}); trying the dynamo exporter")
             torch.onnx.export(net, (x, l), path, dynamo=True, external_data=False, **kw)
     import onnx
-    from masked_fill import rewrite
+    from chunk_split import rewrite
     m = onnx.load(path)
-    rewrite(m)  # masked_fill as arithmetic: ORT 1.29's CUDA EP crashes on its Where (masked_fill.py)
+    rewrite(m)  # torch.chunk as one Split: ORT 1.29's CUDA EP crashes on its Slices (chunk_split.py)
     onnx.checker.check_model(m)
     for k, v in {"model_type": "edge-char-ctc", "vocab_size": "29", "subsampling_factor": "2",
                  "frame_stride": "0.02", "feature": "parakeet-128 mel_time"}.items():

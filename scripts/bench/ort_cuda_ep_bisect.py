@@ -36,13 +36,19 @@ def feeds():
     return {"audio_signal": x, "length": np.array([3000], dtype=np.int64)}
 
 
+def cuda_device(lib):
+    import onnxruntime as ort
+
+    ort.register_execution_provider_library("edge-cuda-bisect", lib)
+    return next(d for d in ort.get_ep_devices() if d.ep_name == "CUDAExecutionProvider")
+
+
 def child(lib, model, level, opts, save, verbose):
     """Run one CUDA session in this process; print one JSON line."""
     faulthandler.enable()
     import onnxruntime as ort
 
-    ort.register_execution_provider_library("edge-cuda-bisect", lib)
-    cuda = next(d for d in ort.get_ep_devices() if d.ep_name == "CUDAExecutionProvider")
+    cuda = cuda_device(lib)
     so = ort.SessionOptions()
     so.graph_optimization_level = {
         "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
@@ -98,8 +104,9 @@ def prefix_models(model_path, outdir):
     ins = [i.name for i in m.graph.input]
 
     def make(k):
-        outs = [o for o in nodes[k].output if o in typed]
-        if not outs:
+        # every typed tensor made by nodes[0..k]: the prefix runs all of them, not only node k's ancestors
+        outs = [o for n in nodes[: k + 1] for o in n.output if o in typed and o not in ins]
+        if not any(o in typed for o in nodes[k].output):
             return None
         sub = ex.extract_model(ins, outs)
         path = os.path.join(outdir, "prefix.onnx")
@@ -121,6 +128,121 @@ def prefix_models(model_path, outdir):
         return f"node #{k} {n.name} op={n.op_type} attrs={attrs} inputs=[{'; '.join(shapes)}] outputs={list(n.output)}"
 
     return nodes, make, describe
+
+
+def tensor_type(dtype):
+    from onnx import helper
+
+    f = getattr(helper, "np_dtype_to_tensor_dtype", None)
+    if f is not None:
+        return f(dtype)
+    import onnx.mapping
+
+    return onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[dtype]
+
+
+def single_node_models(model_path, values):
+    """Yield (index, description, model bytes, feeds): every non-Constant node
+    of the model alone, its tensor inputs fed with the values a CPU run of the
+    whole model gave them (values: name -> array), constants as initializers."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    m = onnx.load(model_path)
+    consts = {i.name: i for i in m.graph.initializer}
+    for n in m.graph.node:
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
+            t = onnx.TensorProto()
+            t.CopyFrom(n.attribute[0].t)
+            t.name = n.output[0]
+            consts[n.output[0]] = t
+    k = -1
+    for n in m.graph.node:
+        if n.op_type == "Constant":
+            continue
+        k += 1
+        if any(o not in values for o in n.output) or any(i and i not in values and i not in consts for i in n.input):
+            continue
+        ins, inits, f = [], [], {}
+        for i in n.input:
+            if not i or any(v.name == i for v in ins) or any(t.name == i for t in inits):
+                continue
+            if i in consts:
+                inits.append(consts[i])
+            else:
+                a = values[i]
+                ins.append(helper.make_tensor_value_info(i, tensor_type(a.dtype), list(a.shape)))
+                f[i] = a
+        outs = [helper.make_tensor_value_info(o, tensor_type(values[o].dtype), list(values[o].shape))
+                for o in n.output]
+        g = helper.make_graph([n], "single", ins, outs, inits)
+        sm = helper.make_model(g, opset_imports=m.opset_import, ir_version=m.ir_version)
+        shapes = "; ".join(f"{v.name}{list(values[v.name].shape)}{values[v.name].dtype}" for v in ins)
+        yield k, f"{n.name} op={n.op_type} inputs=[{shapes}]", sm.SerializeToString(), f
+
+
+def scan_child(lib, model, values_path, start):
+    """Run every node alone on the CUDA EP from node index start on; print
+    'start K' before and 'ok K' / 'error K ...' after each (a crash leaves a
+    start without an end)."""
+    faulthandler.enable()
+    import onnxruntime as ort
+
+    cuda = cuda_device(lib)
+    values = dict(np.load(values_path))
+    for k, desc, data, f in single_node_models(model, values):
+        if k < start:
+            continue
+        print(f"start {k} {desc}", flush=True)
+        try:
+            so = ort.SessionOptions()
+            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            so.log_severity_level = 3
+            so.add_provider_for_devices([cuda], {"device_id": "0"})
+            ort.InferenceSession(data, sess_options=so).run(None, f)
+            print(f"ok {k}", flush=True)
+        except Exception as e:  # noqa: BLE001
+            print(f"error {k} {str(e)[:160]!r}", flush=True)
+
+
+def scan(lib, model, outdir, say, budget=90):
+    """Every node alone on the CUDA EP; report the ones that crash or fail."""
+    import onnx
+    import onnxruntime as ort
+
+    nodes, make, _ = prefix_models(model, outdir)
+    full = make(len(nodes) - 1)
+    sess = ort.InferenceSession(full, providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    f = {k: v for k, v in feeds().items() if k in names}
+    values = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, f)))
+    values.update(feeds())
+    vpath = os.path.join(outdir, "values.npz")
+    np.savez(vpath, **values)
+    start, crashed, failed, ran, t0 = 0, [], [], 0, time.time()
+    while time.time() - t0 < budget:
+        p = subprocess.run([sys.executable, __file__, "--scan", lib, model, vpath, str(start)],
+                           capture_output=True, text=True, timeout=max(5, budget - (time.time() - t0)))
+        last = None
+        for line in p.stdout.splitlines():
+            w = line.split(" ", 2)
+            if w[0] == "start":
+                last = (int(w[1]), w[2] if len(w) > 2 else "")
+            elif w[0] == "ok":
+                ran, last = ran + 1, None
+            elif w[0] == "error":
+                ran, last = ran + 1, None
+                failed.append(line)
+        if last is None:
+            break
+        crashed.append(f"node #{last[0]} {last[1]} (rc={p.returncode})")
+        start = last[0] + 1
+    os.remove(vpath)
+    say(f"single-node scan: {ran} nodes ran alone on the CUDA EP, {len(crashed)} crashed, {len(failed)} raised")
+    for c in crashed:
+        say("  CRASH " + c)
+    for c in failed[:20]:
+        say("  " + c)
 
 
 def main():
@@ -155,6 +277,7 @@ def main():
     if crashing is None:
         say("no configuration crashed")
         return 0
+    scan(lib, model, outdir, say)
     lv, opts = crashing
     nodes, make, describe = prefix_models(model, outdir)
     lo, hi = -1, len(nodes) - 1
@@ -181,6 +304,9 @@ def main():
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--scan":
+        scan_child(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+        sys.exit(0)
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         lib, model, level, opts, save, verbose = sys.argv[2:8]
         child(lib, model, level, json.loads(opts), save, bool(verbose))
