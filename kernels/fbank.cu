@@ -219,8 +219,10 @@ __device__ float mel_tc(const float* P, int pitchW, int rows, int valid, int H, 
 // writes the step's R rows before the next step. Dynamic shared memory, in
 // this order: W·4·S·8 bytes of frame buffers (S = Frame<N>::S float2: 200 for
 // N 400, 264 for 512); for kStatsMoments 2·M doubles (the block's Σy, Σy²);
-// R·(M+1)·4 bytes of staged log-mel rows (row pitch M+1 so that the mel_time
-// transpose reads are conflict-free); when shared_w > 0, the filterbank:
+// R·(M+4)·4 bytes of staged log-mel rows (row pitch M+2 for mel_time, so
+// that its transposing float4 write-out reads 32 banks, M+4 for time_mel,
+// 16-byte rows; M+1 when M is not a multiple of 8 or 4: the scalar
+// write-out); when shared_w > 0, the filterbank:
 // bands (2·M ints) and its shared_w weights (w[j·M + m], fbank_frame.cuh's
 // Band), copied once per block.
 // Registers: the __launch_bounds__ of 256 threads and FBANK_MIN_BLOCKS blocks
@@ -263,7 +265,9 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
   const int W = blockDim.x / kWarp, threads = blockDim.x;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int g = lane / fbank::kLanes, n1 = lane % fbank::kLanes;
-  const int M = (int)n_mels, R = fbank::kGroups * W, pitch = M + 1;
+  const int M = (int)n_mels, R = fbank::kGroups * W;
+  // The stage's row pitch (<= M + 4): see the write-out below.
+  const int pitch = layout == 0 ? (M % 8 == 0 ? M + 2 : M + 1) : (M % 4 == 0 ? M + 4 : M + 1);
   const long long F = (long long)R * steps;
   float2* T = smem + warp * fbank::kGroups * Fr::S;  // the warp's 4 frame buffers
   double* acc = reinterpret_cast<double*>(smem + W * fbank::kGroups * Fr::S);  // Σy, Σy² per feature
@@ -349,7 +353,33 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
     // Write the step's rows [ts, ts + rows) in the output layout.
     const int rows = (int)min((long long)R, frames - ts);
     const int comp = (int)max(0LL, min((long long)R, it.computed - ts));  // staged rows < comp hold features
-    if (layout == 0) {
+    if (layout == 0 && frames % 4 == 0) {
+      // Thread (m0, j) = (tid / W, tid % W) writes frames 4j .. 4j+3 of the
+      // step (a float4; rows is a multiple of 4) of features m0, m0 + 32,
+      // ...: with the pitch ≡ 2 (mod 8) a warp's 4 column reads are
+      // conflict-free.
+      const int r = 4 * (threadIdx.x % W);
+      if (r < rows) {
+        float* dst = out + b * M * frames + ts + r;
+        for (int m = threadIdx.x / W; m < M; m += kWarp) {
+          const float* s = stage + r * pitch + m;
+          *reinterpret_cast<float4*>(dst + m * frames) =
+              make_float4(r < comp ? s[0] : 0.f, r + 1 < comp ? s[pitch] : 0.f, r + 2 < comp ? s[2 * pitch] : 0.f,
+                          r + 3 < comp ? s[3 * pitch] : 0.f);
+        }
+      }
+    } else if (layout != 0 && M % 4 == 0) {
+      // The step's rows as float4 chunks c = tid, tid + threads, ... (q a
+      // row; the pitch ≡ 0 (mod 4) keeps the stage reads aligned).
+      const int q = M / 4, dr = threads / q, dj = threads % q;
+      float4* dst = reinterpret_cast<float4*>(out + (b * frames + ts) * M);
+      int r = threadIdx.x / q, j = threadIdx.x % q;  // of c, advanced without divisions
+      for (int c = threadIdx.x; c < rows * q; c += threads) {
+        dst[c] = r < comp ? *reinterpret_cast<const float4*>(stage + r * pitch + 4 * j) : make_float4(0.f, 0.f, 0.f, 0.f);
+        r += dr, j += dj;
+        if (j >= q) j -= q, r++;
+      }
+    } else if (layout == 0) {
       // Thread (m0, r) = (tid / R, tid % R) writes rows r of features
       // m0, m0 + threads/R, ... (R divides threads): no divisions.
       const int r = threadIdx.x % R;

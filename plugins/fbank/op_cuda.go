@@ -149,13 +149,13 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 // filterbank: per warp 4 frame buffers of 8 rows of n_fft/16 complex points
 // (row pitch padded to odd, fbank_frame.cuh's Frame), the per-feature
 // moments (2·n_mels float64) when the op normalises per feature, and
-// 4·warps staged rows of n_mels+1 floats.
+// 4·warps staged rows of at most n_mels+4 floats.
 func cudaShared(nFFT, nMels, warps int, moments bool) int {
 	c := nFFT / 16
 	if c%2 == 0 {
 		c++
 	}
-	s := warps*cudaGroups*8*c*8 + cudaGroups*warps*(nMels+1)*4
+	s := warps*cudaGroups*8*c*8 + cudaGroups*warps*(nMels+4)*4
 	if moments {
 		s += 16 * nMels
 	}
