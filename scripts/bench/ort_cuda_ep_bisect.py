@@ -13,9 +13,13 @@ f32, length [1] i64). It reports, to stdout and OUTDIR/report.txt:
     against the CPU provider, or the child's exit status (-11: SIGSEGV);
  2. the optimised graph's op types (OUTDIR/optimized.onnx) and the
     session's node placement log (OUTDIR/placement.log);
- 3. for the first crashing configuration, a bisection over graph prefixes
-    (onnx.utils.Extractor, outputs = one node's outputs): the first node
-    whose prefix crashes, with its op type, attributes and input shapes.
+ 3. every node alone (its inputs fed with the values a CPU run of the whole
+    model gave them), many per child process, restarting after a crash: the
+    nodes that crash (SIGSEGV) or raise;
+ 4. for the first crashing configuration, a bisection over graph prefixes
+    (onnx.utils.Extractor, outputs = every typed tensor of nodes 0..k, so a
+    prefix runs all of them): the first node whose prefix crashes, with its
+    op type, attributes and input shapes.
 """
 
 import collections
