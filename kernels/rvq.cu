@@ -74,6 +74,41 @@
 // per running minimum (2*MT rows a thread); ptxas -v figures are in the
 // fatbin's ptxas.log (see docs/bench/rvq_gpu.md).
 //
+// # The asynchronous variants (rvq_encode_wa_*, rvq_encode_wc_*; sm_90a)
+//
+// Grid: one CTA per 128 rows (wc: rounded up to an even count, clusters of
+// two CTAs); block: 384 threads = two compute warpgroups (warpgroup g owns
+// rows [64g, 64g+64), warp w of it rows 16w..16w+15) and one producer
+// warpgroup. One CTA an SM (shared memory: 32 KiB A + S x 16.5 KiB ring at
+// D = 128, e.g. 167 KiB for s8; registers: 384 threads start with 168
+// each, then setmaxnreg gives the producer warpgroup 40 and the compute
+// warpgroups 232: 2 x 64 fp32 accumulators + the running minima fit
+// without spills).
+//
+//   * Producer: lane 0 of its first warp streams every (stage, N-tile,
+//     k-chunk) load through the S-slot bulk-copy ring (full/empty
+//     mbarriers), never waiting on decisions; the other warps exit.
+//     wc: each CTA's producer copies half of every slot (64 of the 128
+//     codeword rows, half of hn) to both CTAs of the cluster with one
+//     multicast bulk copy; both CTAs' full barriers expect the whole slot,
+//     their empty barriers count both CTAs' compute warps (remote arrives
+//     through mapa), so the L2 -> SM traffic of the codebook is halved.
+//     A producer ends after the last slots are released (no remote arrive
+//     can land after its CTA exits).
+//   * Compute: per stage, N-tile t's wgmma (m64n128k16, A = the warp-
+//     group's 64 bf16 residual rows, B = the ring slots, fp32 accumulate)
+//     goes into one of two accumulator sets while the warps fold tile t-1's
+//     scores from the other (wgmma.wait_group 1): the tensor cores and the
+//     epilogue's ~5 instructions a score overlap within a warpgroup, and
+//     the two warpgroups interleave freely. A tile keeps its KC = Dp/64
+//     slots from its wgmma until its fold (hn rides in them), so the
+//     pipeline needs S >= 2 KC; with fewer slots (D > 64 S / 2) the same
+//     kernel runs the plain one-tile-at-a-time loop.
+//   * Stage end, guard, exact re-score, update, quantized: as above (warp-
+//     local; a warpgroup barrier before the next stage's wgmma).
+//   * Numerics: identical to the other fused variants (same scores, same
+//     running minima, same guard): codes equal to the CPU op.
+//
 // # The small-batch path (rvq_small_score / rvq_small_update)
 //
 // For a handful of frames (streaming) the fused kernel would occupy a few
@@ -796,6 +831,8 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     // ---- update. Warp w owns rows [w*RW, (w+1)*RW): first the exact
     // re-score of its near ties, then r -= C_j for all its rows at once,
     // 8 values (16 bytes of codeword) per lane and kU chunks in flight.
+    // (kUp: the wa variants, whose accumulators are dead here, keep 8.)
+    constexpr int kUp = (AW && kWG) ? 2 * kU : kU;
     constexpr int RW = BM / C::kWarps;
     const int i0 = warp * RW;
     for (int ii = 0; ii < RW; ii++) {
@@ -830,11 +867,11 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     }
     for (int ii = lane; ii < RW; ii += 32) rnorm2[i0 + ii] = 0.f;
     __syncwarp();
-    for (int base = 0; base < RW * cpr; base += 32 * kU) {
-      uint4 cw[kU];
-      float rv[kU][8];
+    for (int base = 0; base < RW * cpr; base += 32 * kUp) {
+      uint4 cw[kUp];
+      float rv[kUp][8];
 #pragma unroll
-      for (int u = 0; u < kU; u++) {
+      for (int u = 0; u < kUp; u++) {
         const int c = base + u * 32 + lane, i = i0 + c / cpr, k = c % cpr;
         if (c < RW * cpr && !(rnorm[i] < 0.f)) {
           int jj = -1 - sel[i];
@@ -847,7 +884,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
         }
       }
 #pragma unroll
-      for (int u = 0; u < kU; u++) {
+      for (int u = 0; u < kUp; u++) {
         const int c = base + u * 32 + lane, i = i0 + c / cpr, k = c % cpr;
         const bool act = c < RW * cpr && !(rnorm[i] < 0.f);
         float ss = 0.f;
@@ -1092,6 +1129,7 @@ RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, Best, false,
 // scores; one CTA an SM (288 threads: 224 registers a thread, room for the
 // 2 x 64 accumulators). Needs S >= 2 * Dp / 64 ring slots (else it runs the
 // plain N-tile loop).
+RVQ_VARIANT(rvq_encode_wa_m128n128s10pw, 128, 128, 8, 1, 10, 1, true, Best, false, true, true)
 RVQ_VARIANT(rvq_encode_wa_m128n128s8pw, 128, 128, 8, 1, 8, 1, true, Best, false, true, true)
 RVQ_VARIANT(rvq_encode_wa_m128n128s6pw, 128, 128, 8, 1, 6, 1, true, Best, false, true, true)
 RVQ_VARIANT(rvq_encode_wa_m128n128s6pwr, 128, 128, 8, 1, 6, 1, true, Best, true, true, true)

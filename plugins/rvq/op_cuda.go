@@ -134,6 +134,7 @@ var variants = []variant{
 	{"rvq_encode_wg_m256n128s3p", 256, 128, 16, 1, 3, false, false, false, false},
 	// wa: wg with asynchronous N-tiles, a producer warpgroup and
 	// setmaxnreg (sm_90a).
+	{"rvq_encode_wa_m128n128s10pw", 128, 128, 8, 1, 10, false, true, true, false},
 	{"rvq_encode_wa_m128n128s8pw", 128, 128, 8, 1, 8, false, true, true, false},
 	{"rvq_encode_wa_m128n128s6pw", 128, 128, 8, 1, 6, false, true, true, false},
 	{"rvq_encode_wa_m128n128s6pwr", 128, 128, 8, 1, 6, true, true, true, false},
