@@ -54,10 +54,15 @@ func LoadConfig(src ConfigSources) (*koanf.Koanf, error) {
 			return nil, fmt.Errorf("config file %s: %w", src.File, err)
 		}
 	}
+	fromEnv := map[string]string{} // key -> the variable that set it, for errors
 	envp := env.Provider(".", env.Opt{
-		Prefix:        EnvPrefix,
-		EnvironFunc:   src.Environ,
-		TransformFunc: envKey,
+		Prefix:      EnvPrefix,
+		EnvironFunc: src.Environ,
+		TransformFunc: func(name, value string) (string, any) {
+			key, v := envKey(name, value)
+			fromEnv[key] = name
+			return key, v
+		},
 	})
 	if err := k.Load(envp, nil); err != nil {
 		return nil, fmt.Errorf("config environment: %w", err)
@@ -71,7 +76,7 @@ func LoadConfig(src ConfigSources) (*koanf.Koanf, error) {
 		}
 	}
 	if src.Known != nil {
-		if err := checkKnownKeys(k, src.Known); err != nil {
+		if err := checkKnownKeys(k, src.Known, fromEnv); err != nil {
 			return nil, err
 		}
 	}
@@ -84,16 +89,22 @@ func envKey(name, value string) (string, any) {
 	return strings.ReplaceAll(key, "__", "."), value
 }
 
-func checkKnownKeys(k *koanf.Koanf, known []string) error {
+// checkKnownKeys fails on the first key whose top level is not in known,
+// naming the environment variable that set it when one did (fromEnv).
+func checkKnownKeys(k *koanf.Koanf, known []string, fromEnv map[string]string) error {
 	ok := map[string]bool{}
 	for _, n := range known {
 		ok[n] = true
 	}
 	for _, key := range k.Keys() {
 		top, _, _ := strings.Cut(key, ".")
-		if !ok[top] {
-			return fmt.Errorf("unknown config key %q (known: %s; environment variables start with %s)", key, strings.Join(known, ", "), EnvPrefix)
+		if ok[top] {
+			continue
 		}
+		if name, isEnv := fromEnv[key]; isEnv {
+			return fmt.Errorf("unknown config key %q, set by the environment variable %s (every %s* variable is configuration; known keys: %s)", key, name, EnvPrefix, strings.Join(known, ", "))
+		}
+		return fmt.Errorf("unknown config key %q (known: %s; environment variables start with %s)", key, strings.Join(known, ", "), EnvPrefix)
 	}
 	return nil
 }

@@ -164,6 +164,8 @@ func TestConfigLayering(t *testing.T) {
 
 	_, err = LoadConfig(ConfigSources{File: file, Environ: func() []string { return nil }, Known: []string{"threads"}})
 	assert.ErrorContains(t, err, `unknown config key "encoder.threads"`)
+	_, err = LoadConfig(ConfigSources{Environ: func() []string { return []string{"EDGE_LARGE_MODEL=/x"} }, Known: []string{"threads"}})
+	assert.ErrorContains(t, err, `unknown config key "large_model", set by the environment variable EDGE_LARGE_MODEL`)
 	_, err = LoadConfig(ConfigSources{File: filepath.Join(dir, "missing.yaml")})
 	assert.ErrorContains(t, err, "config file")
 	require.NoError(t, os.WriteFile(file, []byte("threads: [\n"), 0o644))
