@@ -49,6 +49,20 @@ constexpr int kStatWarps = 8;  // warps per block of fbank_stats (256 threads)
 #define FBANK_PREFETCH 1
 #endif
 
+// FBANK_MEL_TC=1: the tensor-core mel (mel_tc) instead of the band sums.
+#ifndef FBANK_MEL_TC
+#define FBANK_MEL_TC 0
+#endif
+
+// FBANK_DIRECT=1: each warp writes its 4 frames' rows straight from the
+// mel stage to out (and keeps its own per-feature sums), so the step loop
+// has no block barrier; 0: the block stages a step's rows in shared memory
+// and writes them with float4 stores. The tensor-core mel always stages.
+#if !defined(FBANK_DIRECT) || FBANK_MEL_TC
+#undef FBANK_DIRECT
+#define FBANK_DIRECT 0
+#endif
+
 // Item geometry, one row of 3 long longs per item, computed on the host by
 // plugins/fbank's Config.geometry.
 // The statistics (maximum, moments) run over the computed frames, as the CPU
@@ -131,9 +145,6 @@ __device__ void finish_item(unsigned long long* tickets, const void* partial, lo
   }
 }
 
-#ifndef FBANK_MEL_TC
-#define FBANK_MEL_TC 0
-#endif
 
 #if FBANK_MEL_TC
 __device__ __forceinline__ unsigned tf32_bits(float x) {
@@ -271,6 +282,11 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
   const long long F = (long long)R * steps;
   float2* T = smem + warp * fbank::kGroups * Fr::S;  // the warp's 4 frame buffers
   double* acc = reinterpret_cast<double*>(smem + W * fbank::kGroups * Fr::S);  // Σy, Σy² per feature
+#if FBANK_DIRECT
+  // FBANK_DIRECT: each warp's (Σy, Σy²) per feature, over acc and the stage
+  // (the warps write their rows straight to out; no stage).
+  double2* const accw = reinterpret_cast<double2*>(acc);
+#endif
   float* stage = reinterpret_cast<float*>(acc + (stats == kStatsMoments ? 2 * M : 0));
   const long long t0 = x * F;
   // The filterbank's shared copy (when shared_w > 0); mel4 is called with
@@ -283,6 +299,9 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
   }
   if (stats == kStatsMoments) {
     for (int i = threadIdx.x; i < 2 * M; i += threads) acc[i] = 0;
+#if FBANK_DIRECT
+    for (int i = threadIdx.x; i < W * M; i += threads) accw[i] = make_double2(0, 0);
+#endif
   }
   __syncthreads();
   const Item it = items[b];
@@ -292,12 +311,35 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
   const fbank::LogMel lg{(float)guard, (float)floor_, (float)scale, stats == kStatsMax ? 0.25f : 1.f,
                          stats == kStatsMax ? 1.f : 0.f};
   const float2* win2 = reinterpret_cast<const float2*>(window);
+#if FBANK_DIRECT
+  // store4 writes v[i] to frames tw + i < frames (tw = the warp's first
+  // frame of the step) of feature m of item b, in the layout: mel_time one
+  // float4 when frames is a multiple of 4 (tw is); time_mel 4 rows (the
+  // warp's lanes, consecutive m, write 128 contiguous bytes a row).
+  long long tw = 0;
+  auto store4 = [&](int m, const float* v) {
+    if (layout == 0) {
+      float* d = out + (b * M + m) * frames + tw;
+      if (frames % 4 == 0) {
+        *reinterpret_cast<float4*>(d) = make_float4(v[0], v[1], v[2], v[3]);
+      } else {
+        for (int i = 0; i < fbank::kGroups && tw + i < frames; i++) d[i] = v[i];
+      }
+    } else {
+      float* d = out + (b * frames + tw) * M + m;
+      for (int i = 0; i < fbank::kGroups && tw + i < frames; i++) d[i * M] = v[i];
+    }
+  };
+#endif
 
   float mx = -INFINITY, mn = INFINITY;
   for (int st = 0; st < steps; st++) {
     const long long ts = t0 + (long long)st * R;  // the step's first frame
     if (ts >= frames) break;                         // block-uniform
     const int r0 = warp * fbank::kGroups;           // the warp's first staged row
+#if FBANK_DIRECT
+    tw = ts + r0;
+#endif
     const int nact = (int)min((long long)fbank::kGroups, max(0LL, it.computed - (ts + r0)));
     if (nact > 0) {  // warp-uniform
       if (FBANK_PREFETCH && st + 1 < steps) {
@@ -344,10 +386,46 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
 #else
       __syncwarp();
       const float* P = reinterpret_cast<const float*>(T);
-      mx = fmaxf(mx, shared_w > 0 ? fbank::mel4(P, nact, sb, sw, M, lg, stage + r0 * pitch, pitch, lane, mn)
-                                  : fbank::mel4(P, nact, bands, weights, M, lg, stage + r0 * pitch, pitch, lane, mn));
+      // The warp's 4 frames of feature m: the computed ones' values (their
+      // maximum and minimum y), zeros past computed.
+      auto emit = [&](int m, const float* y) {
+        float v[fbank::kGroups];
+#pragma unroll
+        for (int i = 0; i < fbank::kGroups; i++) {
+          v[i] = i < nact ? fmaf(y[i], lg.a, lg.c) : 0.f;
+          if (i < nact) mx = fmaxf(mx, y[i]), mn = fminf(mn, y[i]);
+        }
+#if FBANK_DIRECT
+        store4(m, v);
+        if (stats == kStatsMoments) {
+          double2 a = accw[warp * M + m];
+#pragma unroll
+          for (int i = 0; i < fbank::kGroups; i++) {
+            if (i < nact) a.x += v[i], a.y = fma((double)v[i], (double)v[i], a.y);
+          }
+          accw[warp * M + m] = a;
+        }
+#else
+#pragma unroll
+        for (int i = 0; i < fbank::kGroups; i++) {
+          if (i < nact) stage[(r0 + i) * pitch + m] = v[i];
+        }
+#endif
+      };
+      if (shared_w > 0) {
+        fbank::mel4(P, sb, sw, M, lg, lane, emit);
+      } else {
+        fbank::mel4(P, bands, weights, M, lg, lane, emit);
+      }
+    }
+#if FBANK_DIRECT
+    else if (ts + r0 < frames) {  // no computed frame: zeros
+      const float z[fbank::kGroups] = {0.f, 0.f, 0.f, 0.f};
+      for (int m = lane; m < M; m += kWarp) store4(m, z);
     }
 #endif
+#endif
+#if !FBANK_DIRECT
     __syncthreads();  // the step's rows are staged; the frame buffers are free again
 
     // Write the step's rows [ts, ts + rows) in the output layout.
@@ -410,6 +488,7 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
       }
     }
     __syncthreads();  // the stage is free for the next step
+#endif
   }
 
   // The block's partial statistics over its computed frames.
@@ -428,7 +507,17 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
     }
   } else if (stats == kStatsMoments) {
     double* p = static_cast<double*>(partial) + (b * G + x) * M * 2;
+#if FBANK_DIRECT
+    __syncthreads();  // every warp's sums
+    for (int m = threadIdx.x; m < M; m += threads) {
+      double s1 = 0, s2 = 0;
+      for (int w = 0; w < W; w++) s1 += accw[w * M + m].x, s2 += accw[w * M + m].y;
+      p[2 * m] = s1;
+      p[2 * m + 1] = s2;
+    }
+#else
     for (int i = threadIdx.x; i < 2 * M; i += threads) p[i] = acc[i];  // after the step loop's barrier
+#endif
   }
   if (tickets != nullptr) finish_item(tickets, partial, stats, M, it.computed, clamp, eps, result);
 }

@@ -429,14 +429,14 @@ struct LogMel {
   EDGE_HD float log(float mel) const { return log2_approx(fmaxf(mel + guard, floor)) * scale; }
 };
 
-// mel4 writes, for the filters m ≡ lane mod 32 and the first `frames` (<= 4)
-// of the warp's interleaved power rows (P[4·k + g], Pairs::store; 16-byte
-// aligned), mel_g = Σ_j w[j·n_mels+m]·P[4·(start+j) + g] and
-// out[g·pitchOut + m] = fmaf(y, a, c) with y = lg.log(mel_g) (LogMel);
-// returns the lane's maximum y and lowers mn to the lane's minimum y.
-EDGE_HD float mel4(const float* P, int frames, const Band* bands, const float* w, int n_mels, const LogMel& lg,
-                   float* out, int pitchOut, int lane, float& mn) {
-  float mx = -INFINITY;
+// mel4 computes, for the filters m ≡ lane mod 32, the log-mel values of the
+// warp's 4 frames from their interleaved power rows (P[4·k + g],
+// Pairs::store; 16-byte aligned): y[g] = lg.log(mel_g) (LogMel), mel_g =
+// Σ_j w[j·n_mels+m]·P[4·(start+j) + g], and calls emit(m, y) (all 4 frames:
+// the caller keeps those it has).
+template <class Emit>
+EDGE_HD void mel4(const float* P, const Band* bands, const float* w, int n_mels, const LogMel& lg, int lane,
+                  Emit&& emit) {
   for (int m = lane; m < n_mels; m += kWarp) {
     Band b = bands[m];
     float acc[kGroups] = {0.f, 0.f, 0.f, 0.f};
@@ -448,17 +448,11 @@ EDGE_HD float mel4(const float* P, int frames, const Band* bands, const float* w
       acc[2] = fmaf(wt, q.z, acc[2]);
       acc[3] = fmaf(wt, q.w, acc[3]);
     }
+    float y[kGroups];
 #pragma unroll
-    for (int g = 0; g < kGroups; g++) {
-      if (g < frames) {
-        float y = lg.log(acc[g]);
-        out[g * pitchOut + m] = fmaf(y, lg.a, lg.c);
-        mx = fmaxf(mx, y);
-        mn = fminf(mn, y);
-      }
-    }
+    for (int g = 0; g < kGroups; g++) y[g] = lg.log(acc[g]);
+    emit(m, y);
   }
-  return mx;
 }
 
 }  // namespace fbank
