@@ -364,7 +364,9 @@ struct Best {
   }
   __device__ __forceinline__ void add(float s, int e) {
     const float sp = __int_as_float((__float_as_int(s) & ~0xFFF) | e);
+#if !defined(RVQ_DIAG_CHEAP_FOLD)
     b2 = fminf(b2, fmaxf(sp, b1));
+#endif
     b1 = fminf(b1, sp);
   }
   __device__ __forceinline__ void merge(float o1, float o2, int) {
@@ -867,6 +869,12 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     }
     for (int ii = lane; ii < RW; ii += 32) rnorm2[i0 + ii] = 0.f;
     __syncwarp();
+    // (RVQ_DIAG_NO_UPDATE / RVQ_DIAG_CHEAP_FOLD: timing experiments only,
+    // the codes are wrong: no residual update / no second-best score, so
+    // the guard never re-scores. Never in the committed fatbin.)
+#if defined(RVQ_DIAG_NO_UPDATE)
+    if (false)
+#endif
     for (int base = 0; base < RW * cpr; base += 32 * kUp) {
       uint4 cw[kUp];
       float rv[kUp][8];
