@@ -259,7 +259,7 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
   if (G > 0) fetch(0);
   if (G > 1) fetch(1);
   for (int i = tid; i < 2 * (S + 2); i += bd) row0[i] = neg;
-  if (tid < 64) wmax[tid] = kCtcNeg;
+  for (int i = tid; i < 64; i += bd) wmax[i] = kCtcNeg;
   __syncthreads();
   {
     int wm = kCtcNeg;
@@ -444,10 +444,11 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
 // by the launcher, 1 for small S); thread x owns the K consecutive states
 // [x*K, x*K+K) (K even, the kernel's suffix, S <= K*blockDim) and keeps their
 // scores, labels' columns, skip caps and window frames in registers. A frame
-// updates the states in place from the highest down; the two states below a
-// thread's range are the previous thread's two highest (two __shfl_up_sync),
-// and across warps lane 31's pair goes through shared memory (two slots by
-// frame parity, one __syncthreads per frame; none at all when NW = 1).
+// updates the states in place from the highest down; the state below a
+// thread's range is the previous thread's highest (__shfl_up_sync; a skip
+// never enters a blank, so the one below that is never read), and across
+// warps lane 31's goes through shared memory (two slots by frame parity,
+// one __syncthreads per frame; none at all when NW = 1).
 // Emissions: frames 1..T_b-1 run in blocks of F; a block's log-prob rows (C
 // values each, contiguous in the input) are copied whole into shared memory
 // with cp.async (16-byte copies when C % 4 == 0), one block ahead, into rows
@@ -515,7 +516,7 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
   float* fs = frameScores + (long long)b * T;
 
   int* wmax = (int*)smem;           // [2][32] per-warp row maxima (int32)
-  V* xtop = (V*)(wmax + 64);        // [2][32][2] each warp's two highest states
+  V* xtop = (V*)(wmax + 64);        // [2][64]: slot w+1 holds warp w's highest state, slot 0 -Inf
   V* fin = xtop + 128;              // [4] the two end states
   float* emb = (float*)(fin + 4);   // region: [2][F][Cp] emission rows
   int* shLab = (int*)(emb + R);     // [S]
@@ -528,7 +529,8 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
   for (long long t = Tb + tid; t < T; t += bd) ali[t] = -1, fs[t] = 0.f;
 
   // This thread's states s0 + j: window frames, and for the label states
-  // (odd j) the emission column and the skip cap (x2 = min(x2, cap)).
+  // (odd j) the emission column (as a byte offset in a row) and the skip
+  // cap (x2 = min(x2, cap)).
   const int s0 = tid * K;
   V v[K];
   int first[K], end[K], col[K / 2];
@@ -548,7 +550,7 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
         if ((w >> 30) & 1) cp = L::top();
       }
     }
-    if (j & 1) col[j / 2] = c, cap[j / 2] = cp;
+    if (j & 1) col[j / 2] = 4 * c, cap[j / 2] = cp;
   }
   const int tLo = L::kInt ? 0 : tab[2 * S];  // float: frames before it skip the window test
   auto in = [&](int t, int j) { return t >= first[j] && t < end[j]; };
@@ -606,11 +608,12 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
     row[Ci] = L::load(starF, scale);
     row[Ci + 1] = neg;
   }
-  if (tid < 64) wmax[tid] = kCtcNeg;
+  for (int i = tid; i < 64; i += bd) wmax[i] = kCtcNeg;
+  for (int i = tid; i < 128; i += bd) xtop[i] = neg;
   // Frame 0.
 #pragma unroll
   for (int j = 0; j < K; ++j) {
-    const int c = j & 1 ? col[j / 2] : (int)blank;
+    const int c = j & 1 ? col[j / 2] / 4 : (int)blank;
     v[j] = in(0, j) ? L::load(c < Ci ? x[c] : starF, scale) : neg;
   }
   // laneMax is the maximum of the thread's states (int32).
@@ -625,23 +628,24 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
   __syncthreads();  // wmax initialised
   if (nw > 1) {
     if (L::kInt && lane == 0) wmax[warp] = m;
-    if (lane == 31) xtop[2 * warp] = v[K - 1], xtop[2 * warp + 1] = v[K - 2];
+    if (lane == 31) xtop[warp + 1] = v[K - 1];
   }
   if (NG > 0) landed(0);
   __syncthreads();
 
-  // frame computes frame t from row t-1 (in v) and the emission row e.
-  auto frame = [&](int t, const V* e, auto masked) {
-    V p1 = __shfl_up_sync(kFull, v[K - 1], 1), p2 = __shfl_up_sync(kFull, v[K - 2], 1);
-    if (lane == 0) {
-      const V* q = xtop + ((t - 1) & 1) * 64 + 2 * (warp - 1);
-      p1 = warp > 0 ? q[0] : neg;
-      p2 = warp > 0 ? q[1] : neg;
-    }
+  // frame computes frame t from row t-1 (in v) and the emission row e,
+  // and stores its backpointers at dst. The state below the thread's
+  // range is the previous lane's highest, or for lane 0 the previous
+  // warp's (slot 0: -Inf for warp 0); the one below that is only read by
+  // a skip, which never enters a blank (j = 0).
+  auto frame = [&](int t, const V* e, unsigned* dst, auto masked) {
+    const V left = xtop[((t - 1) & 1) * 64 + warp];
+    V p1 = __shfl_up_sync(kFull, v[K - 1], 1);
+    p1 = lane == 0 ? left : p1;
     const V eb = e[blank];
     V el[K / 2];
 #pragma unroll
-    for (int i = 0; i < K / 2; ++i) el[i] = e[col[i]];
+    for (int i = 0; i < K / 2; ++i) el[i] = *reinterpret_cast<const V*>(reinterpret_cast<const char*>(e) + col[i]);
     unsigned w[WT];
 #pragma unroll
     for (int i = 0; i < WT; ++i) w[i] = 0;
@@ -672,7 +676,6 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
       if (c2) w[(2 * j + 1) >> 5] |= 1u << ((2 * j + 1) & 31);
     }
     if (tid < G) {
-      unsigned* dst = bpi + (long long)(t - 1) * rowW + tid * WT;
       if constexpr (WT == 2)
         *reinterpret_cast<uint2*>(dst) = make_uint2(w[0], w[1]);
       else
@@ -680,19 +683,20 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
     }
   };
 
+  unsigned* dst = bpi + tid * WT;  // frame t's words: bpi + (t-1)*rowW + tid*WT
   for (int g = 0; g < NG; ++g) {
     if (g + 1 < NG) fetch(g + 1);  // into the buffer block g-1 read
     const int t0 = 1 + g * F, n = min(F, Tb - t0);
     const V* e = (const V*)(emb + (g & 1) * F * Cp);
-    for (int k = 0; k < n; ++k, e += Cp) {
+    for (int k = 0; k < n; ++k, e += Cp, dst += rowW) {
       const int t = t0 + k;
       if constexpr (L::kInt) {
         if (nw > 1) m = rowMax32(wmax + ((t - 1) & 1) * 32);
       }
       if (t >= tLo)
-        frame(t, e, Flag<true>{});
+        frame(t, e, dst, Flag<true>{});
       else
-        frame(t, e, Flag<false>{});
+        frame(t, e, dst, Flag<false>{});
       if constexpr (L::kInt) {
         const int wm = warpMax(laneMax());
         if (nw == 1)
@@ -701,7 +705,7 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
           wmax[(t & 1) * 32 + warp] = wm;
       }
       if (nw > 1) {
-        if (lane == 31) xtop[(t & 1) * 64 + 2 * warp] = v[K - 1], xtop[(t & 1) * 64 + 2 * warp + 1] = v[K - 2];
+        if (lane == 31) xtop[(t & 1) * 64 + warp + 1] = v[K - 1];
         __syncthreads();
       }
     }

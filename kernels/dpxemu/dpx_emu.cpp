@@ -210,7 +210,7 @@ int main(int argc, char** argv) {
       }
       bp.assign(words + 2, 0xdeadbeefu);
     }
-    std::memset(dpxk::smem, 0xA5, sizeof dpxk::smem);  // stale shared memory
+    std::memset(dpxk::smem, 0x5A, sizeof dpxk::smem);  // stale shared memory (positive words: a missed initialisation shows)
     launch(B, 1, bd, [&] {
       k(lp.data(), T, C, meta.data(), table.data(), bp.data(), blank, star, scale, frames, ali.data(), fs.data(),
         score.data(), status.data());
