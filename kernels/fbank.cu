@@ -96,11 +96,11 @@ __device__ __forceinline__ void store_moments(double s, double s2, double n, dou
 }
 
 // finish_item ends block (x, b) of fbank_logmel when the kernel reduces the
-// statistics itself (tickets != 0; one word per item, preset to 0 by the
-// launcher): the item's block that finishes last (the threadfence
-// reduction: each block's partials are visible device-wide before it takes
-// its ticket) reduces the item's G partials in a fixed order
-// (deterministic) into result:
+// statistics itself (tickets != 0; one word per item, 0 at the launch and
+// reset to 0 by the last block): the item's block that finishes last (the
+// threadfence reduction: each block's partials are visible device-wide
+// before it takes its ticket) reduces the item's G partials in a fixed
+// order (deterministic) into result:
 //   kStatsMax:     floors[b] = (float)(max of the G partial maxima - clamp)
 //                  (Whisper: clamp = 8), float result[B];
 //   kStatsMoments: for each feature m, over n = computed frames (>= 2),
@@ -119,6 +119,7 @@ __device__ void finish_item(unsigned long long* tickets, const void* partial, lo
   __syncthreads();
   if (!last) return;  // block-uniform
   __threadfence();
+  if (threadIdx.x == 0) tickets[b] = 0;  // every block of the item has taken its ticket: ready for the next launch
   if (stats == kStatsMax) {
     const float* p = static_cast<const float*>(partial) + b * G;
     float mx = -INFINITY;

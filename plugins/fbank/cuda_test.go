@@ -348,8 +348,8 @@ func TestCUDADeviceResident(t *testing.T) {
 	assert.Equal(t, "cuda:0", out["features"].Device())
 	assert.True(t, out["lengths"].OnHost())
 	d := be.Stats().Since(before)
-	// pcm, then the op's own: item geometry, preset error words and tickets
-	// up (40 B/item), error words down (8 B/item).
+	// pcm, then the op's own: item rows, preset error words and tickets up
+	// (40 B/item, the first Run only), error words down (8 B/item).
 	assert.Equal(t, runtime.TransferStats{HostToDevice: 2, HostToDeviceBytes: host.Bytes() + 2*40,
 		DeviceToHost: 1, DeviceToHostBytes: 2 * 8}, d)
 	require.NoError(t, out["features"].Buffer().Free())
@@ -360,9 +360,58 @@ func TestCUDADeviceResident(t *testing.T) {
 	out, err = inst.Run(context.Background(), runtime.Tensors{"pcm": dev})
 	require.NoError(t, err)
 	assert.Equal(t, instBefore, inst.Transfers, "device input: no copy by the instance")
-	assert.Equal(t, int64(2*40), be.Stats().Since(before).HostToDeviceBytes)
+	assert.Equal(t, runtime.TransferStats{DeviceToHost: 1, DeviceToHostBytes: 2 * 8}, be.Stats().Since(before),
+		"same geometry: only the error words come back")
+	require.NoError(t, out["features"].Buffer().Free())
+
+	before = be.Stats()
+	lengths := runtime.Must(runtime.FromSlice(runtime.I64, runtime.Shape{2}, []int64{int64(len(x) / 2), 9000}))
+	out, err = inst.Run(context.Background(), runtime.Tensors{"pcm": dev, "lengths": lengths})
+	require.NoError(t, err)
+	assert.Equal(t, runtime.TransferStats{HostToDevice: 1, HostToDeviceBytes: 2 * 24, DeviceToHost: 1,
+		DeviceToHostBytes: 2 * 8}, be.Stats().Since(before), "new lengths: the item rows go up (24 B/item)")
 	require.NoError(t, out["features"].Buffer().Free())
 	require.NoError(t, dev.Buffer().Free())
+}
+
+// TestCUDARepeatedRuns: one instance runs batches of other sizes and
+// lengths, and one with a NaN sample, one after another; each result equals
+// the CPU's (the per-item words it keeps between Runs, the reduction tickets
+// and error words, are reset) and the NaN is reported in its Run only.
+func TestCUDARepeatedRuns(t *testing.T) {
+	be := cudatest.Backend(t)
+	speech := loadWAV(t, "speech_b")
+	rng := rand.New(rand.NewPCG(5, 9))
+	for _, preset := range []string{"whisper-128", "parakeet-128"} {
+		cfg := map[string]any{"preset": preset}
+		inst, err := runtime.New("fbank", cfg, be)
+		require.NoError(t, err)
+		run := func(clips ...[]float32) func() (*runtime.Tensor, []int64) {
+			return func() (*runtime.Tensor, []int64) {
+				out, err := inst.Run(context.Background(), batchInput(clips))
+				require.NoError(t, err)
+				h, err := be.Download(out["features"])
+				require.NoError(t, err)
+				require.NoError(t, out["features"].Buffer().Free())
+				return h, out["lengths"].I64()
+			}
+		}
+		a := [][]float32{randomClip(rng, speech, 48000), randomClip(rng, speech, 30000)}
+		b := [][]float32{randomClip(rng, speech, 20000), randomClip(rng, speech, 64000), randomClip(rng, speech, 9000)}
+		bad := append([]float32(nil), a[1]...)
+		bad[777] = float32(math.NaN())
+		for i, clips := range [][][]float32{a, b, a, nil, a, b} {
+			t.Run(fmt.Sprintf("%s/run%d", preset, i), func(t *testing.T) {
+				if clips == nil {
+					_, err := inst.Run(context.Background(), batchInput([][]float32{a[0], bad}))
+					assert.ErrorContains(t, err, "pcm item 1 sample 777 is NaN")
+					return
+				}
+				compareWith(t, cfg, run(clips...), clips...)
+			})
+		}
+		require.NoError(t, inst.Close())
+	}
 }
 
 // TestCUDALaunchGeometry: the default block shape fits in the shared memory

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/edgespeech/edge/kernels"
 	"github.com/edgespeech/edge/runtime"
@@ -46,9 +47,10 @@ const (
 // cudaOp is the fbank op on a CUDA backend. Its tables (window, twiddles,
 // filterbank bands) live on the device from construction; Run takes the pcm
 // in device memory and returns device-resident features, copying to the host
-// only the per-item error words (8 bytes an item) and uploading the per-item
-// geometry with the preset error words and reduction tickets (40 bytes an
-// item). The threads parameter does not apply.
+// only the per-item error words (8 bytes an item). The per-item words the
+// kernels read and write (items) outlive a Run: a stream of batches of one
+// geometry uploads nothing more. The threads parameter does not apply; Run
+// is for one goroutine at a time (runtime.Op), which items relies on.
 type cudaOp struct {
 	fe                  *Frontend
 	be                  *cuda.Backend
@@ -70,6 +72,8 @@ type cudaOp struct {
 	// statsKernel (benchmarks): Parakeet's per-feature moments by the
 	// fbank_stats launch instead of fbank_logmel's last block of each item.
 	statsKernel bool
+
+	items itemWords
 
 	statsMode         int
 	fixedFloor        float64 // statsMax: NaN (per-item max) or the global floor
@@ -224,9 +228,59 @@ func (o *cudaOp) uploadTables() error {
 	return err
 }
 
+// itemWords are the per-item device words of the kernels, for up to cap
+// items: the item rows {n, real, computed} (3·cap int64), the error words
+// (cap, all ones until a kernel finds a NaN/Inf sample) and the tickets of
+// the in-kernel reductions (cap, 0: fbank_logmel's last block of an item
+// resets its own). They are uploaded whole when the batch outgrows them or
+// a Run failed or reported a bad sample (stale), and the item rows alone
+// when they differ from the last batch's (rows).
+type itemWords struct {
+	buf   *cuda.Buffer
+	cap   int
+	rows  []int64
+	stale bool
+}
+
+// prepare makes the words hold items (3 int64 an item) and returns the
+// device addresses of the item rows, the error words and the tickets.
+func (w *itemWords) prepare(be *cuda.Backend, items []int64) (rows, bad, tickets cuda.DevicePtr, err error) {
+	batch := len(items) / 3
+	if w.buf == nil || batch > w.cap || w.stale {
+		if w.buf != nil {
+			_ = w.buf.Free()
+			w.buf, w.rows = nil, nil
+		}
+		c := max(batch, w.cap)
+		up := make([]int64, 5*c)
+		copy(up, items)
+		for b := range c {
+			up[3*c+b] = -1
+		}
+		buf, err := be.Malloc(int64(8 * len(up)))
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		if err := be.HostToDevice(buf.Ptr(), cuda.Bytes(up)); err != nil {
+			_ = buf.Free()
+			return 0, 0, 0, err
+		}
+		w.buf, w.cap, w.stale = buf, c, false
+		w.rows = append(w.rows[:0], items...)
+	} else if !slices.Equal(w.rows, items) {
+		if err := be.HostToDevice(w.buf.Ptr(), cuda.Bytes(items)); err != nil {
+			w.stale = true
+			return 0, 0, 0, err
+		}
+		w.rows = append(w.rows[:0], items...)
+	}
+	base := w.buf.Ptr()
+	return base, base + cuda.DevicePtr(8*3*w.cap), base + cuda.DevicePtr(8*4*w.cap), nil
+}
+
 // Close returns the op's device tables to the backend's pool.
 func (o *cudaOp) Close() error {
-	for _, b := range []*cuda.Buffer{o.window, o.twiddle, o.colTw, o.bands, o.weights, o.melFrag, o.melTiles} {
+	for _, b := range []*cuda.Buffer{o.window, o.twiddle, o.colTw, o.bands, o.weights, o.melFrag, o.melTiles, o.items.buf} {
 		if b != nil {
 			_ = b.Free()
 		}
@@ -328,16 +382,19 @@ func (o *cudaOp) launch(pcm cuda.DevicePtr, stride int64, items []int64, feats *
 	}()
 	bad, err := o.enqueue(pcm, stride, items, feats, frames, &scratch)
 	if err != nil {
+		o.items.stale = true
 		return err
 	}
 	badIdx := make([]uint64, batch)
 	if err := o.be.DeviceToHost(cuda.Bytes(badIdx), bad); err != nil {
+		o.items.stale = true
 		return err
 	}
 	for b, i := range badIdx {
 		if i == math.MaxUint64 {
 			continue
 		}
+		o.items.stale = true // the error words are reset by the next Run
 		v := make([]float32, 1)
 		if err := o.be.DeviceToHost(cuda.Bytes(v), pcm+cuda.DevicePtr(4*(int64(b)*stride+int64(i)))); err != nil {
 			return err
@@ -374,22 +431,10 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 		}
 		return s, err
 	}
-	// One upload: the item rows, the error words preset to all ones, the
-	// tickets of the in-kernel reductions preset to 0.
-	up := make([]int64, 5*batch)
-	copy(up, items)
-	for b := range batch {
-		up[3*batch+b] = -1
-	}
-	itemsBuf, err := alloc(8 * len(up))
+	itemsBuf, bad, tickets, err := o.items.prepare(be, items)
 	if err != nil {
 		return 0, err
 	}
-	if err := be.HostToDevice(itemsBuf.Ptr(), cuda.Bytes(up)); err != nil {
-		return 0, err
-	}
-	bad := itemsBuf.Ptr() + cuda.DevicePtr(8*3*batch)
-	tickets := itemsBuf.Ptr() + cuda.DevicePtr(8*4*batch)
 	// The partials of fbank_logmel and the reduced statistics (result).
 	var partialBytes, resultBytes int
 	switch o.statsMode {
