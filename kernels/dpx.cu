@@ -476,9 +476,11 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
 //
 // Backtrace: warp 0 walks 32 frames per round as in ctcAlign; the lanes
 // prefetch, for the next round's 32 frames, the BTW = (126/K + 2)*WT words
-// that hold every state within 126 below the current round's first state.
-// Frame scores: gathered by the block, summed by thread 0 in float64 in
-// frame order.
+// that hold every state within 126 below the current round's first state,
+// and write the round's labels and frame scores (each lane one frame; the
+// score's load overlaps the next round's walk). The score: the frame
+// scores gathered by the block, summed by thread 0 in float64 in frame
+// order.
 //
 // Shared memory (ctcWarpShared in ops_cuda.go): 784 B (per-warp maxima,
 // the warps' top pairs, the two end states), a region of max(2*F*Cp,
@@ -741,6 +743,10 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
     };
     auto base = [](int st) { return max(st - 126, 0) / K; };
     int g0 = base(s), gNext = g0;
+    // A round's frame scores are stored in the next round, so their loads
+    // overlap its walk.
+    int pendT = -1;
+    float pendV = 0.f;
     fetchBp(0, Tb - 1, g0);
     for (int r = 0, t = Tb - 1; t > 0; ++r, t -= 32) {
       gNext = base(s);  // round r+1 stays within 126 states below s
@@ -765,22 +771,30 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
       __syncwarp();
       s = __shfl_sync(kFull, s, 0);
       g0 = gNext;
-      if (t - lane >= 1) ali[t - lane] = shLab[shPath[lane]];
+      if (pendT >= 0) fs[pendT] = pendV;
+      pendT = -1;
+      if (t - lane >= 1) {
+        const int lab = shLab[shPath[lane]];
+        pendT = t - lane;
+        ali[pendT] = lab;
+        pendV = lab < Ci ? x[(long long)pendT * C + lab] : starF;
+      }
     }
+    if (pendT >= 0) fs[pendT] = pendV;
     cpAsyncWait<0>();
-    if (lane == 0) ali[0] = shLab[s];
+    if (lane == 0) {
+      const int lab = shLab[s];
+      ali[0] = lab;
+      fs[0] = lab < Ci ? x[lab] : starF;
+    }
   }
   __syncthreads();
-  // Frame scores: gathered by the block in chunks, summed by thread 0.
+  // Score: the frame scores gathered by the block in chunks (coalesced),
+  // summed by thread 0 in frame order.
   double sum = 0;
   for (int t0 = 0; t0 < Tb; t0 += R) {
     const int n = min(R, Tb - t0);
-    for (int i = tid; i < n; i += bd) {
-      const int k = ali[t0 + i];
-      const float v = k < Ci ? x[(long long)(t0 + i) * C + k] : starF;
-      fs[t0 + i] = v;
-      shSum[i] = v;
-    }
+    for (int i = tid; i < n; i += bd) shSum[i] = fs[t0 + i];
     __syncthreads();
     if (tid == 0)
       for (int i = 0; i < n; ++i) sum += (double)shSum[i];
