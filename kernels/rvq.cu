@@ -589,10 +589,10 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   // min/max dependency chains of the epilogue where registers allow.
   constexpr int kG = C::MT == 1 ? 2 : 1;
   B best[C::MT][2][kG];
-  // fold adds N-tile nt's scores (acc: its dot products; hn: ring slot hs)
-  // to the running minima: s = hn_e - dot, 5 instructions a score.
-  auto fold = [&](const float (&acc)[C::MT][C::NT][4], int nt, int hs) {
-    const float* sh = hnRing + hs * BN;
+  // fold adds N-tile nt's scores (acc: its dot products; sh: its BN
+  // values of hn) to the running minima: s = hn_e - dot, 5 instructions a
+  // score.
+  auto fold = [&](const float (&acc)[C::MT][C::NT][4], int nt, const float* sh) {
 #pragma unroll
     for (int n = 0; n < C::NT; n++) {
       const int col = wn * (BN / WN) + n * 8 + (lane & 3) * 2;
@@ -664,10 +664,18 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
         // whose first load was first, then releases its KC slots.
         auto foldTile = [&](float (&d)[C::MT][C::NT][4], int nt, int first) {
           fenceAcc(d);  // the reads below stay after the wait
-          fold(d, nt, (first + KC - 1) % S);
+#if defined(RVQ_AW_HN_GLOBAL)
+          // (experiment: hn from global memory, the slots released first)
           __syncwarp();
           if (lane == 0)
             for (int kc = 0; kc < KC; kc++) releaseSlot<MC>(emptyA + 8 * ((first + kc) % S));
+          fold(d, nt, p.hn + off + nt * BN);
+#else
+          fold(d, nt, hnRing + ((first + KC - 1) % S) * BN);
+          __syncwarp();
+          if (lane == 0)
+            for (int kc = 0; kc < KC; kc++) releaseSlot<MC>(emptyA + 8 * ((first + kc) % S));
+#endif
         };
         // Even tiles accumulate in accum, odd ones in accB.
         int first = pipe.cons, nt = 1;
@@ -763,7 +771,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
             }
           }
         }
-        if (kc == KC - 1) fold(accum, nt, slot);  // epilogue of this N-tile
+        if (kc == KC - 1) fold(accum, nt, hnRing + slot * BN);  // epilogue of this N-tile
 #if RVQ_BULK
         // The warp is done with the slot (ldmatrix results consumed; wgmma:
         // released here only after the N-tile's last k-chunk, see above).
