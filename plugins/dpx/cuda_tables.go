@@ -77,7 +77,7 @@ func newCTCTables(pool *alignerPool, targets [][]int, lengths []int) ctcTables {
 		c.maxS = max(c.maxS, S)
 	}
 	c.table = make([]int32, n)
-	_ = parallel(context.Background(), B, func(_, b int) error {
+	_ = forEach(context.Background(), B, func(_, b int) error {
 		a := pool.get()
 		defer pool.put(a)
 		off, S := int(c.meta[4*b+2]), int(c.meta[4*b+1])
@@ -123,4 +123,16 @@ func (c *ctcTables) useWarpLayout(k int) {
 		c.meta[4*b+3] = c.bpWords
 		c.bpWords += (Tb - 1) * ((S + int64(k) - 1) / int64(k)) * int64((2*k+31)/32)
 	}
+}
+
+// forEach is parallel, except that a single item runs on the calling
+// goroutine (the single-utterance path skips the hand-off to a worker).
+func forEach(ctx context.Context, n int, fn func(worker, item int) error) error {
+	if n != 1 {
+		return parallel(ctx, n, fn)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return fn(0, 0)
 }

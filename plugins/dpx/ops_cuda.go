@@ -163,10 +163,14 @@ func (c checker) badValue(status []uint64, b int, name string, x cuda.DevicePtr,
 }
 
 // readStatus waits for the queued work and copies the status words back.
-func readStatus(be *cuda.Backend, status *cuda.Buffer, items int) ([]uint64, error) {
+func readStatus(be *cuda.Backend, status cuda.DevicePtr, items int) ([]uint64, error) {
 	out := make([]uint64, statusWords*items)
-	return out, be.DeviceToHost(cuda.Bytes(out), status.Ptr())
+	return out, be.DeviceToHost(cuda.Bytes(out), status)
 }
+
+// zeroStatus is the initial status words of items items, uploaded with a
+// launch's tables (one copy, no memset).
+func zeroStatus(items int) []byte { return make([]byte, 8*statusWords*items) }
 
 // ---------------------------------------------------------------------------
 
@@ -436,7 +440,7 @@ func (o *alignCUDA) plan(ctx context.Context, in rt.Tensors) (*ctcCall, error) {
 	}
 	targets := make([][]int, B)
 	mx := ctcMaxStates(o.shared)
-	err = parallel(ctx, B, func(_, b int) error {
+	err = forEach(ctx, B, func(_, b int) error {
 		var err error
 		if targets[b], err = o.targetsOf(tg, b, tl[0], C, lengths[b]); err != nil {
 			return err
@@ -525,24 +529,18 @@ func (o *alignCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error) 
 // launch uploads the call's tables (one copy), queues the check and the
 // alignment (dpx_ctc_warp when one covers the trellis and its rows fit,
 // else dpx_ctc_align) and returns the status buffer.
-func (o *alignCUDA) launch(sc *scratch, c *ctcCall, ali, fs, score *rt.Tensor) (*cuda.Buffer, error) {
-	tabs, err := uploadAll(sc, cuda.Bytes(c.tabs.meta), cuda.Bytes(c.dims), cuda.Bytes(c.tabs.table))
+func (o *alignCUDA) launch(sc *scratch, c *ctcCall, ali, fs, score *rt.Tensor) (cuda.DevicePtr, error) {
+	tabs, err := uploadAll(sc, cuda.Bytes(c.tabs.meta), cuda.Bytes(c.dims), cuda.Bytes(c.tabs.table), zeroStatus(c.B))
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
+	status := tabs[3]
 	bp, err := sc.alloc(4 * c.tabs.bpWords)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	status, err := sc.alloc(int64(8 * statusWords * c.B))
-	if err != nil {
-		return nil, err
-	}
-	if err := o.be.Memset(status.Ptr(), 0, status.Bytes()); err != nil {
-		return nil, err
-	}
-	if err := o.check.launch(c.lp, c.B, int64(c.T*c.C), int64(c.C), tabs[1], 2, true, status.Ptr(), int64(c.T*c.C)); err != nil {
-		return nil, err
+	if err := o.check.launch(c.lp, c.B, int64(c.T*c.C), int64(c.C), tabs[1], 2, true, status, int64(c.T*c.C)); err != nil {
+		return 0, err
 	}
 	scale := o.opt.Scale
 	if scale == 0 {
@@ -551,7 +549,7 @@ func (o *alignCUDA) launch(sc *scratch, c *ctcCall, ali, fs, score *rt.Tensor) (
 	var ptrs [3]cuda.DevicePtr
 	for i, t := range []*rt.Tensor{ali, fs, score} {
 		if ptrs[i], err = cuda.Ptr(t); err != nil {
-			return nil, err
+			return 0, err
 		}
 	}
 	pr := 0
@@ -697,65 +695,58 @@ func (o *viterbiCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error
 
 // launch queues the checks, the quantisation (int32) and the decoder and
 // returns the status buffer (B+2 items).
-func (o *viterbiCUDA) launch(sc *scratch, ptr [3]cuda.DevicePtr, B, T, S int, dims, lens []int64, path, score *rt.Tensor) (*cuda.Buffer, error) {
+func (o *viterbiCUDA) launch(sc *scratch, ptr [3]cuda.DevicePtr, B, T, S int, dims, lens []int64, path, score *rt.Tensor) (cuda.DevicePtr, error) {
 	be := o.be
-	tabs, err := uploadAll(sc, cuda.Bytes(dims), cuda.Bytes(lens))
+	tabs, err := uploadAll(sc, cuda.Bytes(dims), cuda.Bytes(lens), zeroStatus(B+2))
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	dimsPtr, lensPtr := tabs[0], tabs[1]
-	status, err := sc.alloc(int64(8 * statusWords * (B + 2)))
-	if err != nil {
-		return nil, err
-	}
-	if err := be.Memset(status.Ptr(), 0, status.Bytes()); err != nil {
-		return nil, err
-	}
-	st := func(item int) cuda.DevicePtr { return status.Ptr() + cuda.DevicePtr(8*statusWords*item) }
+	dimsPtr, lensPtr, status := tabs[0], tabs[1], tabs[2]
+	st := func(item int) cuda.DevicePtr { return status + cuda.DevicePtr(8*statusWords*item) }
 	dm := func(item int) cuda.DevicePtr { return dimsPtr + cuda.DevicePtr(16*item) }
 	if err := o.check.launch(ptr[0], B, int64(T*S), int64(S), dm(0), 2, true, st(0), int64(T*S)); err != nil {
-		return nil, err
+		return 0, err
 	}
 	if err := o.check.launch(ptr[1], 1, 0, int64(S), dm(B), 2, true, st(B), int64(S*S)); err != nil {
-		return nil, err
+		return 0, err
 	}
 	if err := o.check.launch(ptr[2], 1, 0, int64(S), dm(B+1), 2, true, st(B+1), int64(S)); err != nil {
-		return nil, err
+		return 0, err
 	}
 	bp, err := sc.alloc(int64(B) * int64(max(T-1, 1)) * int64(S) * 2)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	k, trans, priors := o.f32, ptr[1], ptr[2]
 	maxq, err := sc.alloc(8)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	if o.precision == Int32 {
 		k = o.i32
 		q, err := sc.alloc(int64(4 * (S*S + S)))
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		if err := be.Memset(maxq.Ptr(), 0x80, 8); err != nil { // 0x80808080: below every quantised value
-			return nil, err
+			return 0, err
 		}
 		trans, priors = q.Ptr(), q.Ptr()+cuda.DevicePtr(4*S*S)
 		blocks := min((S*S+255)/256, 1024)
 		if err := o.quantize.Launch(dim(blocks), dim(256), 0, ptr[1], S*S, o.scale, trans, maxq); err != nil {
-			return nil, err
+			return 0, err
 		}
 		if err := o.quantize.Launch(dim((S+255)/256), dim(256), 0, ptr[2], S, o.scale, priors, maxq.Ptr()+4); err != nil {
-			return nil, err
+			return 0, err
 		}
 	}
 	pathPtr, err := cuda.Ptr(path)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	scorePtr, err := cuda.Ptr(score)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	return status, k.Launch(dim(B), dim(blockFor(S)), 8*S+384,
 		ptr[0], T, S, trans, priors, lensPtr, maxq, bp, o.scale, pathPtr, scorePtr)
@@ -878,26 +869,19 @@ func (o *dtwCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error) {
 	return rt.Tensors{"path": path, "path_len": pl, "cost_total": tot}, nil
 }
 
-func (o *dtwCUDA) launch(sc *scratch, cost cuda.DevicePtr, B, N, M int, dims []int64, path, pl, tot *rt.Tensor) (*cuda.Buffer, error) {
-	tabs, err := uploadAll(sc, cuda.Bytes(dims))
+func (o *dtwCUDA) launch(sc *scratch, cost cuda.DevicePtr, B, N, M int, dims []int64, path, pl, tot *rt.Tensor) (cuda.DevicePtr, error) {
+	tabs, err := uploadAll(sc, cuda.Bytes(dims), zeroStatus(B))
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	dimsPtr := tabs[0]
-	status, err := sc.alloc(int64(8 * statusWords * B))
-	if err != nil {
-		return nil, err
-	}
-	if err := o.be.Memset(status.Ptr(), 0, status.Bytes()); err != nil {
-		return nil, err
-	}
-	if err := o.check.launch(cost, B, int64(N*M), int64(M), dimsPtr, 2, false, status.Ptr(), int64(N*M)); err != nil {
-		return nil, err
+	dimsPtr, status := tabs[0], tabs[1]
+	if err := o.check.launch(cost, B, int64(N*M), int64(M), dimsPtr, 2, false, status, int64(N*M)); err != nil {
+		return 0, err
 	}
 	W := int64(N+31) / 32
 	bp, err := sc.alloc(int64(B) * int64(N+M-1) * 2 * W * 4)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	k := o.f32
 	if o.precision == Int32 {
@@ -906,7 +890,7 @@ func (o *dtwCUDA) launch(sc *scratch, cost cuda.DevicePtr, B, N, M int, dims []i
 	var ptrs [3]cuda.DevicePtr
 	for i, t := range []*rt.Tensor{path, pl, tot} {
 		if ptrs[i], err = cuda.Ptr(t); err != nil {
-			return nil, err
+			return 0, err
 		}
 	}
 	return status, k.Launch(dim(B), dim(blockFor(N)), 12*N+dtwScratch,
