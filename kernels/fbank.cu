@@ -343,6 +343,7 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
 #endif
     const int nact = (int)min((long long)fbank::kGroups, max(0LL, it.computed - (ts + r0)));
     if (nact > 0) {  // warp-uniform
+      __syncwarp();    // every lane is done with the previous step's power rows (mel4) before they are overwritten
       if (FBANK_PREFETCH && st + 1 < steps) {
         // Ask L2 for the samples of the warp's frames in the next step, one
         // 128-byte line a lane (a hint: in-bounds addresses only).
@@ -355,7 +356,7 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
       float2* Tg = T + g * Fr::S;
       {
         fbank::Column<N> col;
-        col.load(src, win2, n1, active);
+        col.load(src, win2, n1, active, Tg + n1 * Fr::R);
         col.transform(colTw, n1);
         // Finite check of the samples each frame owns, [t·hop, (t+1)·hop)
         // (the last computed frame: up to real): free when the interior

@@ -249,8 +249,10 @@ struct Column {
   // load forms the lane's points from the signal: z[n] = w[2n]·x(start+2n)
   // + i·w[2n+1]·x(start+2n+1), with win2[n] = (w[2n], w[2n+1]). Interior
   // frames without per-sample branches; frames that touch the padding or
-  // the clip's end through sample(). An inactive lane (no frame) loads 0.
-  EDGE_HD void load(const Source& s, const float2* win2, int n1, bool active) {
+  // the clip's end through sample(), staged in row (the lane's row of the
+  // frame buffer, C float2; store overwrites it). An inactive lane (no
+  // frame) loads 0.
+  EDGE_HD void load(const Source& s, const float2* win2, int n1, bool active, float2* row) {
     fast = active && s.start >= 1 && s.start + N <= s.real;
     if (fast) {
       const float* p = s.pcm + s.start + 2 * n1;
@@ -265,14 +267,19 @@ struct Column {
       }
       return;
     }
-#pragma unroll
+    // Edge frames are rare: a rolled loop through the lane's buffer row
+    // keeps this path's code small (the unrolled one was a third of the
+    // kernel's instructions).
+#pragma unroll 1
     for (int j = 0; j < F::C; j++) {
       int m = n1 + kLanes * j;
       float2 w = win2[m];
       float x0 = active && w.x != 0.f ? w.x * sample(s, s.start + 2 * m) : 0.f;
       float x1 = active && w.y != 0.f ? w.y * sample(s, s.start + 2 * m + 1) : 0.f;
-      v[j] = make_float2(x0, x1);
+      row[j] = make_float2(x0, x1);
     }
+#pragma unroll
+    for (int j = 0; j < F::C; j++) v[j] = row[j];
   }
 
   // load_fast is load's interior path: p = pcm + start + 2·n1, kPairs: p is

@@ -54,7 +54,7 @@ static int check(std::mt19937& rng, bool reflect, double preemph, int win, long 
   std::vector<Column<N>> col(kWarp);
   for (int l = 0; l < kWarp; l++) {
     int g = l / kLanes, n1 = l % kLanes;
-    col[l].load(src(g), win2.data(), n1, g < active);
+    col[l].load(src(g), win2.data(), n1, g < active, T.data() + g * Fr::S + n1 * Fr::R);
     col[l].transform(colTw.data(), n1);
     col[l].store(T.data() + g * Fr::S, n1);
   }
@@ -160,7 +160,8 @@ static int nonfinite() {
       x[start + pos] = bad == 0.f ? 1e30f : bad;  // 1e30: finite and large
       for (int n1 = 0; n1 < kLanes; n1++) {
         Column<N> col;
-        col.load(Source{x.data(), 2000, 2000, start, 0, 0.f}, win2.data(), n1, true);
+        std::vector<float2> row(Fr::C);
+        col.load(Source{x.data(), 2000, 2000, start, 0, 0.f}, win2.data(), n1, true, row.data());
         col.transform(colTw.data(), n1);
         const bool mine = (pos / 2) % kLanes == n1;
         const bool want = bad == 0.f || !mine ? col.nf == 0.f : std::isnan(col.nf);
