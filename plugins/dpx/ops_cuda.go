@@ -20,11 +20,16 @@ import (
 //
 // The CUDA ops take their tensor inputs in device memory and return
 // device-resident outputs; the host sees only the per-item tables (CTC:
-// labels and torchaudio's state window, made by the CPU Aligner; 4 bytes a
-// state plus 8 a frame), the targets (downloaded once to validate them) and
-// 24 status bytes an item (bad-value index, largest |value|, failure flag),
-// which is the one synchronising copy of a Run. Errors name the item and the
-// value as the CPU ops do.
+// labels and torchaudio's state window, made by the CPU Aligner; 12 bytes a
+// state), the targets (downloaded once to validate them) and 24 status
+// bytes an item (bad-value index, largest |value|, failure flag; zeroed by
+// the tables' upload), whose copy back is the one that waits for the
+// kernels. Errors name the item and the value as the CPU ops do.
+//
+// ctc_align has two kernels: dpx_ctc_warp (states in registers, K a thread,
+// a few warps an item) whenever one covers the trellis (S <= 8192) and a
+// frame's log-prob row fits shared memory, else dpx_ctc_align (states in
+// shared memory).
 func init() {
 	for name, newCUDA := range map[string]func(rt.Params, *cuda.Backend) (rt.Op, error){
 		"ctc_align": newAlignCUDA, "viterbi": newViterbiCUDA, "dtw": newDTWCUDA,
@@ -358,7 +363,9 @@ func (o *alignCUDA) ctcWarpLaunch(S, C int) (sh ctcWarpShape, ok bool) {
 		return sh, false
 	}
 	sh.block = 32 * warps
-	for sh.frames = ctcWarpFrames; sh.frames > 1 && ctcWarpShared(S, C, sh.frames, ctcWarpK[sh.ki]) > o.shared; sh.frames /= 2 {
+	sh.frames = ctcWarpFrames
+	for sh.frames > 1 && ctcWarpShared(S, C, sh.frames, ctcWarpK[sh.ki]) > o.shared {
+		sh.frames /= 2
 	}
 	if ctcFrames > 0 {
 		sh.frames = ctcFrames
