@@ -421,6 +421,12 @@ struct Params {
   float* out;
   float* res;  // scratch [rows][Dp]
   int* stats;  // [0]: rows re-scored exactly (counted with atomicAdd)
+  // The input check (rvq_check's, fused): a valid row whose fp32 squared
+  // norm (this kernel's order) is not <= limit (non-finite values
+  // included) sets *status to the lowest such row (atomicMin); the host
+  // re-checks it with the CPU's rule. status null: no check.
+  double limit;
+  unsigned long long* status;
 };
 
 template <int BM, int BN, int WM, int WN, int S>
@@ -509,7 +515,10 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   cbar();
   for (int i = tid; i < BM; i += C::kThreads) {
     const long long row = row0 + i;
-    rnorm[i] = (row < p.rows && rowValid(row, p.T, p.lengths)) ? sqrtf(rnorm2[i]) : -1.f;
+    const bool valid = row < p.rows && rowValid(row, p.T, p.lengths);
+    rnorm[i] = valid ? sqrtf(rnorm2[i]) : -1.f;
+    if (valid && q0 == 0 && p.status != nullptr && !(rnorm2[i] <= static_cast<float>(p.limit)))
+      atomicMin(p.status, static_cast<unsigned long long>(row));
   }
 
 #if RVQ_HAVE_WGMMA
@@ -1098,9 +1107,9 @@ __device__ __forceinline__ void encode(const Params& p) {
 #define RVQ_ENCODE_ARGS                                                                                         \
   const float *x, const int *lengths, long long rows, long long T, long long D, long long Dp, long long Q,       \
       long long split, const uint16_t *words, const uint16_t *tiles, const float *hn, const int *meta, int *codes, \
-      float *out, float *res, int *stats
+      float *out, float *res, int *stats, double limit, unsigned long long *status
 #define RVQ_PARAMS \
-  rvqk::Params { x, lengths, rows, T, D, Dp, Q, split, words, tiles, hn, meta, codes, out, res, stats }
+  rvqk::Params { x, lengths, rows, T, D, Dp, Q, split, words, tiles, hn, meta, codes, out, res, stats, limit, status }
 
 // Variants (BM, BN, WM x WN warps, ring depth S); the Go launcher picks one
 // per D (shared memory) and $EDGE_RVQ_VARIANT overrides it for sweeps.

@@ -22,8 +22,8 @@ var measureShapes = [][5]int{
 // variant that fits (sub-benchmark v=<kernel>) and the default choice
 // (v=auto). Reported:
 //
-//   - ns/op: the Encode call (input check, fused kernel, the synchronising
-//     8-byte status read);
+//   - ns/op: the Encode call (fused kernel with the input check, the
+//     synchronising 8-byte status read);
 //   - dev-us/op: device time of the queued work (CUDA events);
 //   - kern-us/op: device time of the fused kernel alone;
 //   - TFLOP/s: the seed's FLOP count 2*Q*B*T*K*D over dev-us/op.
@@ -82,7 +82,7 @@ func BenchmarkCUDAEncode(b *testing.B) {
 					}
 					dev += d
 					// the fused kernel alone
-					d, err = be.Time(func() error { return dc.launchFused(v, k, xd, bt, 0, res.Ptr(), codes, quant, 0) })
+					d, err = be.Time(func() error { return dc.launchFused(v, k, xd, bt, 0, res.Ptr(), codes, quant, 0, 0) })
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -456,10 +456,6 @@ func (dc *DeviceCodebooks) Encode(x cuda.DevicePtr, bt Batch, codes, quantized c
 	if err := be.Memset(status.Ptr(), 0xFF, 8); err != nil {
 		return err
 	}
-	if err := dc.k.check.Launch(cuda.Dim3{X: (rows + 7) / 8, Y: 1, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
-		x, lengths, rows, bt.T, d, float64(MaxSquaredNorm), status); err != nil {
-		return err
-	}
 	res, err := s.alloc(int64(rows) * int64(dc.dp) * 4)
 	if err != nil {
 		return err
@@ -491,6 +487,12 @@ func (dc *DeviceCodebooks) Encode(x cuda.DevicePtr, bt Batch, codes, quantized c
 	if (path == "small" && (dc.k.small == nil || dc.k.update == nil)) || (path == "stream" && dc.k.stream == nil) {
 		return fmt.Errorf("rvq: the %s path's kernels are not in the loaded fatbin", path)
 	}
+	if path != "fused" { // the fused kernel checks x itself
+		if err := dc.k.check.Launch(cuda.Dim3{X: (rows + 7) / 8, Y: 1, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
+			x, lengths, rows, bt.T, d, float64(MaxSquaredNorm), status); err != nil {
+			return err
+		}
+	}
 	switch path {
 	case "small":
 		err = dc.encodeSmall(s, x, bt, lengths, res.Ptr(), acc, codes, quantized)
@@ -503,7 +505,7 @@ func (dc *DeviceCodebooks) Encode(x cuda.DevicePtr, bt Batch, codes, quantized c
 		var v variant
 		var k *cuda.Kernel
 		if v, k, err = dc.pick(rows); err == nil {
-			err = dc.launchFused(v, k, x, bt, lengths, res.Ptr(), codes, quantized, stats)
+			err = dc.launchFused(v, k, x, bt, lengths, res.Ptr(), codes, quantized, stats, status.Ptr())
 		}
 	}
 	if err != nil {
@@ -551,12 +553,14 @@ func (dc *DeviceCodebooks) encodeStream(s *devScratch, x cuda.DevicePtr, bt Batc
 		x, rowList, c.dim, dc.dp, len(c.stages), c.split, dc.words, dc.hn, dc.meta, codes, quantized)
 }
 
-// launchFused queues the fused encoder.
-func (dc *DeviceCodebooks) launchFused(v variant, k *cuda.Kernel, x cuda.DevicePtr, bt Batch, lengths, res, codes, quantized, stats cuda.DevicePtr) error {
+// launchFused queues the fused encoder; with status non-zero it also checks
+// x as rvq_check does (the lowest flagged row into *status).
+func (dc *DeviceCodebooks) launchFused(v variant, k *cuda.Kernel, x cuda.DevicePtr, bt Batch, lengths, res, codes, quantized, stats, status cuda.DevicePtr) error {
 	c := dc.c
 	rows := bt.B * bt.T
 	return k.Launch(cuda.Dim3{X: v.grid(rows), Y: 1, Z: 1}, cuda.Dim3{X: v.threads(), Y: 1, Z: 1}, v.shared(dc.dp),
-		x, lengths, rows, bt.T, c.dim, dc.dp, len(c.stages), c.split, dc.words, dc.tiles, dc.hn, dc.meta, codes, quantized, res, stats)
+		x, lengths, rows, bt.T, c.dim, dc.dp, len(c.stages), c.split, dc.words, dc.tiles, dc.hn, dc.meta, codes, quantized, res, stats,
+		float64(MaxSquaredNorm), status)
 }
 
 // encodeSmall queues the small-batch path: per stage, every entry of the
