@@ -315,6 +315,23 @@ __device__ __forceinline__ void wgmma64x128(float (&d)[16][4], uint64_t da, uint
       : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
       : "l"(da), "l"(db), "r"(scaleD));
 }
+// wgmma64x64: the same for 64 codewords (B 16x64).
+__device__ __forceinline__ void wgmma64x64(float (&d)[8][4], uint64_t da, uint64_t db, int scaleD) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+      : "l"(da), "l"(db), "r"(scaleD));
+}
+// wgmmaTile issues the BN-codeword wgmma (BN = 64 or 128) of one k16 step.
+template <int BN>
+__device__ __forceinline__ void wgmmaTile(float (&d)[BN / 8][4], uint64_t da, uint64_t db, int scaleD) {
+  if constexpr (BN == 128)
+    wgmma64x128(d, da, db, scaleD);
+  else
+    wgmma64x64(d, da, db, scaleD);
+}
 __device__ __forceinline__ void wgFence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgCommit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgWait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
@@ -409,6 +426,23 @@ __device__ __forceinline__ unsigned long long orderKey(float s, int e) {
   return (static_cast<unsigned long long>(u) << 32) | static_cast<uint32_t>(e);
 }
 
+// SlotCopy is the bulk copies that fill a ring slot of BN codewords x kBK
+// values from the pre-swizzled tiles (128-row blocks, see tiles below):
+// BN / 128 whole blocks, or for BN = 64 half of one (rows 64h..64h+63 of a
+// block keep the block's swizzle, row & 7).
+template <int BN>
+struct SlotCopy {
+  static constexpr int kCopies = BN >= 128 ? BN / 128 : 1;
+  static constexpr int kRows = BN >= 128 ? 128 : BN;  // codeword rows a copy
+  static constexpr int kBytes = kRows * kBK * 2;
+  // src is copy t of N-tile nt, k-chunk kc of the stage starting at
+  // codeword row off (a multiple of 128), with kcs k-chunks a row.
+  __device__ static const uint16_t* src(const uint16_t* tiles, int off, int nt, int kc, int t, int kcs) {
+    const int row = off + nt * BN + t * kRows;
+    return tiles + (size_t(row / 128) * kcs + kc) * (128 * kBK) + (row % 128) * kBK;
+  }
+};
+
 struct Params {
   const float* x;
   const int* lengths;
@@ -454,9 +488,10 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   // kWG: this instantiation issues wgmma (sm_90a builds);
   // otherwise the same tiling runs on mma.sync.
   constexpr bool kWG = WG && RVQ_HAVE_WGMMA;
-  static_assert(!WG || (WN == 1 && BN == 128 && BM == 16 * WM && WM % 4 == 0), "wgmma tiling: a warpgroup per 64 rows, N = 128");
+  static_assert(!WG || (WN == 1 && (BN == 128 || BN == 64) && BM == 16 * WM && WM % 4 == 0),
+                "wgmma tiling: a warpgroup per 64 rows, N = 64 or 128");
   static_assert(!AW || (WG && PW && BM == 128), "the asynchronous N-tile pipeline: wgmma, a producer warpgroup, two compute warpgroups");
-  static_assert(!MC || AW, "multicast rings are fed by a producer warpgroup");
+  static_assert(!MC || (AW && BN == 128), "multicast rings are fed by a producer warpgroup, 128-codeword slots");
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / WN, wn = warp % WN;
   // cbar synchronises the compute warps (not the producer warp of PW).
@@ -573,11 +608,11 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     if (L >= S) mbarWait(emptyA + 8 * s, ((L / S) - 1) & 1);
     mbarExpectTx(fullA + 8 * s, C::kSlot);
     const int off = p.meta[prod.q * 4];
+    using SC = SlotCopy<BN>;
 #pragma unroll
-    for (int t = 0; t < BN / 128; t++) {
-      const size_t tile = (size_t(off / 128 + prod.nt * (BN / 128) + t) * KC + prod.kc) * (128 * kBK);
-      bulkCopy(ringAddr + s * C::kSlotB + t * 128 * kBK * 2, p.tiles + tile, 128 * kBK * 2, fullA + 8 * s);
-    }
+    for (int t = 0; t < SC::kCopies; t++)
+      bulkCopy(ringAddr + s * C::kSlotB + t * SC::kBytes, SC::src(p.tiles, off, prod.nt, prod.kc, t, KC), SC::kBytes,
+               fullA + 8 * s);
     bulkCopy(smemAddr(hnRing + s * BN), p.hn + off + prod.nt * BN, BN * 4, fullA + 8 * s);
     advance(prod);
     pipe.prod++;
@@ -664,7 +699,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
             const uint32_t a0 = aW + kc * (BM * 128), b0 = ringAddr + s * C::kSlotB;
 #pragma unroll
             for (int ks = 0; ks < kBK / 16; ks++)
-              wgmma64x128(reinterpret_cast<float(&)[16][4]>(d[0]), wgDesc(a0 + ks * 32), wgDesc(b0 + ks * 32), (kc | ks) != 0);
+              wgmmaTile<BN>(d[0], wgDesc(a0 + ks * 32), wgDesc(b0 + ks * 32), (kc | ks) != 0);
             pipe.cons++;
           }
           wgCommit();
@@ -741,7 +776,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
           wgFence();
 #pragma unroll
           for (int ks = 0; ks < kBK / 16; ks++)
-            wgmma64x128(reinterpret_cast<float(&)[16][4]>(accum[0]), wgDesc(a0 + ks * 32), wgDesc(b0 + ks * 32), (kc | ks) != 0);
+            wgmmaTile<BN>(accum[0], wgDesc(a0 + ks * 32), wgDesc(b0 + ks * 32), (kc | ks) != 0);
           wgCommit();
 #if RVQ_BULK
           // Keep this k-chunk's wgmma in flight while releasing the previous
@@ -1026,22 +1061,21 @@ __device__ __forceinline__ void produceAll(const Params& p, char* smem) {
           // the other CTA sends the other half. Both CTAs' full barriers
           // expect the whole slot.
           const uint32_t rank = clusterRank();
+          using SC = SlotCopy<BN>;
 #pragma unroll
-          for (int t = 0; t < BN / 128; t++) {
-            const size_t tile = (size_t(off / 128 + nt * (BN / 128) + t) * KC + kc) * (128 * kBK) + rank * 64 * kBK;
-            bulkCopyMC(ringAddr + s * C::kSlotB + t * 128 * kBK * 2 + rank * 64 * kBK * 2, p.tiles + tile, 64 * kBK * 2,
-                       fullA + 8 * s, 3);
-          }
+          for (int t = 0; t < SC::kCopies; t++)
+            bulkCopyMC(ringAddr + s * C::kSlotB + t * SC::kBytes + rank * 64 * kBK * 2,
+                       SC::src(p.tiles, off, nt, kc, t, KC) + rank * 64 * kBK, 64 * kBK * 2, fullA + 8 * s, 3);
           bulkCopyMC(smemAddr(hnRing + s * BN + rank * (BN / 2)), p.hn + off + nt * BN + rank * (BN / 2), BN * 2,
                      fullA + 8 * s, 3);
         } else
 #endif
         {
+          using SC = SlotCopy<BN>;
 #pragma unroll
-          for (int t = 0; t < BN / 128; t++) {
-            const size_t tile = (size_t(off / 128 + nt * (BN / 128) + t) * KC + kc) * (128 * kBK);
-            bulkCopy(ringAddr + s * C::kSlotB + t * 128 * kBK * 2, p.tiles + tile, 128 * kBK * 2, fullA + 8 * s);
-          }
+          for (int t = 0; t < SC::kCopies; t++)
+            bulkCopy(ringAddr + s * C::kSlotB + t * SC::kBytes, SC::src(p.tiles, off, nt, kc, t, KC), SC::kBytes,
+                     fullA + 8 * s);
           bulkCopy(smemAddr(hnRing + s * BN), p.hn + off + nt * BN, BN * 4, fullA + 8 * s);
         }
       }
@@ -1158,12 +1192,17 @@ RVQ_VARIANT(rvq_encode_wa_m128n128s10pw, 128, 128, 8, 1, 10, 1, true, Best, fals
 RVQ_VARIANT(rvq_encode_wa_m128n128s8pw, 128, 128, 8, 1, 8, 1, true, Best, false, true, true)
 RVQ_VARIANT(rvq_encode_wa_m128n128s6pw, 128, 128, 8, 1, 6, 1, true, Best, false, true, true)
 RVQ_VARIANT(rvq_encode_wa_m128n128s6pwr, 128, 128, 8, 1, 6, 1, true, Best, true, true, true)
+// (RVQ_NEXT: variants on trial, built into experiment fatbins only.)
+#if defined(RVQ_NEXT)
 // wa with a cluster of two CTAs (an even grid) sharing one codebook stream
 // (mc): each CTA's producer loads half of every slot and multicasts it to
 // both, halving the L2 -> SM traffic.
-#if defined(RVQ_MC)
 RVQ_VARIANT_ATTR(RVQ_PAIR_CLUSTER, rvq_encode_wc_m128n128s8pw, 128, 128, 8, 1, 8, 1, true, Best, false, true, true, true)
 RVQ_VARIANT_ATTR(RVQ_PAIR_CLUSTER, rvq_encode_wc_m128n128s6pwr, 128, 128, 8, 1, 6, 1, true, Best, true, true, true, true)
+// wa with N-tiles of 64 codewords (wgmma m64n64k16): half the ring bytes a
+// tile, so that D = 256 keeps two tiles in flight and one more loading.
+RVQ_VARIANT(rvq_encode_wa_m128n64s16pw, 128, 64, 8, 1, 16, 1, true, Best, false, true, true)
+RVQ_VARIANT(rvq_encode_wa_m128n64s12pw, 128, 64, 8, 1, 12, 1, true, Best, false, true, true)
 #endif
 
 // rvq_small_score: stage q of the small-batch path. Grid (ceil(K/256),

@@ -142,6 +142,9 @@ var variants = []variant{
 	// (multicast).
 	{"rvq_encode_wc_m128n128s8pw", 128, 128, 8, 1, 8, false, true, true, true},
 	{"rvq_encode_wc_m128n128s6pwr", 128, 128, 8, 1, 6, true, true, true, true},
+	// wa with 64-codeword N-tiles (wgmma m64n64k16).
+	{"rvq_encode_wa_m128n64s16pw", 128, 64, 8, 1, 16, false, true, true, false},
+	{"rvq_encode_wa_m128n64s12pw", 128, 64, 8, 1, 12, false, true, true, false},
 }
 
 // cudaKernels is the loaded kernel set of a backend.
