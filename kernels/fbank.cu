@@ -76,6 +76,11 @@ struct Item {
 // Statistics modes (the launcher's statsMode).
 enum Stats : long long { kStatsNone = 0, kStatsMax = 1, kStatsMoments = 2 };
 
+// Tile is the work of one block: tile x of item b (G tiles an item, B items).
+struct Tile {
+  long long x, b, G, B;
+};
+
 __device__ __forceinline__ float warp_max(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
@@ -108,11 +113,14 @@ __device__ __forceinline__ void store_moments(double s, double s2, double n, dou
 //                  result[(b·M + m)·2 + {0,1}] = mean, 1/(√var + eps),
 //                  double; the sums in float64, in partial order.
 // Called by every thread of the block.
-__device__ void finish_item(unsigned long long* tickets, const void* partial, long long stats, int M,
-                            long long computed, double clamp, double eps, void* result) {
+// With ready set (the fused launch), the last block then stores ready[b] =
+// epoch for the item's normalisation tiles.
+__device__ void finish_item(const Tile& tl, unsigned long long* tickets, const void* partial, long long stats, int M,
+                            long long computed, double clamp, double eps, void* result, long long* ready,
+                            long long epoch) {
   __shared__ bool last;
   __shared__ float wmax[kMaxWarps];
-  const long long b = blockIdx.y, G = gridDim.x;
+  const long long b = tl.b, G = tl.G;
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) last = atomicAdd(tickets + b, 1ull) == (unsigned long long)(G - 1);
@@ -130,6 +138,10 @@ __device__ void finish_item(unsigned long long* tickets, const void* partial, lo
     if (threadIdx.x == 0) {
       for (int w = 1; w < (int)(blockDim.x / kWarp); w++) mx = fmaxf(mx, wmax[w]);
       static_cast<float*>(result)[b] = (float)((double)mx - clamp);
+      if (ready != nullptr) {
+        __threadfence();
+        *reinterpret_cast<volatile long long*>(ready + b) = epoch;
+      }
     }
     return;
   }
@@ -143,6 +155,11 @@ __device__ void finish_item(unsigned long long* tickets, const void* partial, lo
       s2 += v.y;
     }
     store_moments(s, s2, (double)computed, eps, static_cast<double*>(result) + (b * M + m) * 2);
+  }
+  if (ready != nullptr) {
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) *reinterpret_cast<volatile long long*>(ready + b) = epoch;
   }
 }
 
@@ -255,13 +272,13 @@ __device__ float mel_tc(const float* P, int pitchW, int rows, int valid, int H, 
 //                  min y                                         (float)
 //   kStatsMoments: partial[((b·G + x)·M + m)·2 + {0,1}] = Σy, Σy² (double,
 //                  summed in frame order)
-// with G = gridDim.x, B = gridDim.y (max, min and moments over y); with
-// tickets set, the item's last block reduces them (finish_item). Samples in
+// (max, min and moments over y); with tickets set, the item's last block
+// reduces them (finish_item). Samples in
 // [t·hop, (t+1)·hop) (the last computed frame: up to real) are checked: the
 // smallest index of a NaN/Inf sample of item b goes to bad[b] (atomicMin;
 // the caller presets it to all ones).
 template <int N>
-__device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, const Item* __restrict__ items,
+__device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long pcm_stride, const Item* __restrict__ items,
                        const float* __restrict__ window, const float2* __restrict__ twN,
                        const float2* __restrict__ colTw, const Band* __restrict__ bands, const float* __restrict__ weights, long long shared_w,
                        long long n_mels,
@@ -270,9 +287,9 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
                        float* __restrict__ out, void* __restrict__ partial, long long stats,
                        unsigned long long* __restrict__ bad, const float4* __restrict__ mel_frag,
                        const int4* __restrict__ mel_tiles, unsigned long long* tickets, double clamp, double eps,
-                       void* result) {
+                       void* result, long long* ready, long long epoch) {
   using Fr = fbank::Frame<N>;
-  const long long x = blockIdx.x, b = blockIdx.y, G = gridDim.x;
+  const long long x = tl.x, b = tl.b, G = tl.G;
   extern __shared__ float2 smem[];
   const int W = blockDim.x / kWarp, threads = blockDim.x;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
@@ -505,7 +522,7 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
       for (int w = 1; w < W; w++) v = fmaxf(v, wmax[w]), u = fminf(u, wmin[w]);
       float* p = static_cast<float*>(partial);
       p[b * G + x] = v;
-      p[(gridDim.y + b) * G + x] = u;
+      p[(tl.B + b) * G + x] = u;
     }
   } else if (stats == kStatsMoments) {
     double* p = static_cast<double*>(partial) + (b * G + x) * M * 2;
@@ -521,30 +538,10 @@ __device__ void logmel(const float* __restrict__ pcm, long long pcm_stride, cons
     for (int i = threadIdx.x; i < 2 * M; i += threads) p[i] = acc[i];  // after the step loop's barrier
 #endif
   }
-  if (tickets != nullptr) finish_item(tickets, partial, stats, M, it.computed, clamp, eps, result);
+  if (tickets != nullptr) finish_item(tl, tickets, partial, stats, M, it.computed, clamp, eps, result, ready, epoch);
 }
 
 }  // namespace
-
-#define FBANK_LOGMEL_ARGS                                                                                      \
-  const float *pcm, long long pcm_stride, const Item *items, const float *window, const float2 *twN,          \
-      const float2 *colTw, const Band *bands, const float *weights, long long shared_w, long long n_mels,      \
-      long long frames, long long hop, long long pad, long long reflect, double preemph, double guard,         \
-      double floor_, double scale, long long layout, long long steps, float *out, void *partial,               \
-      long long stats, unsigned long long *bad, const float4 *mel_frag, const int4 *mel_tiles,                 \
-      unsigned long long *tickets, double clamp, double eps, void *result
-#define FBANK_LOGMEL_CALL                                                                                     \
-  pcm, pcm_stride, items, window, twN, colTw, bands, weights, shared_w, n_mels, frames, hop, pad, reflect,    \
-      preemph, guard, floor_, scale, layout, steps, out, partial, stats, bad, mel_frag, mel_tiles, tickets,    \
-      clamp, eps, result
-
-extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n400(FBANK_LOGMEL_ARGS) {
-  logmel<400>(FBANK_LOGMEL_CALL);
-}
-
-extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n512(FBANK_LOGMEL_ARGS) {
-  logmel<512>(FBANK_LOGMEL_CALL);
-}
 
 // fbank_stats computes the per-feature moments of every item
 // (kStatsMoments) from the partials of fbank_logmel (G per item), for
@@ -638,41 +635,44 @@ __device__ void norm_rows(float* p, int rows, int stride, int len, bool byRow, c
   }
 }
 
-}  // namespace
-
-// fbank_normalize normalises the computed frames of out in place, one block
-// per tile of fbank_logmel: grid (G, B), block 256 threads; block (x, b)
-// does frames [x·F, min(x·F + F, computed)) of item b (F = tile; frames >=
-// computed were written as 0 and stay 0), every feature, as rows of
-// contiguous floats (norm_rows): time_mel [B, T, M], a row of M features a
-// frame; mel_time [B, M, T], a row of the tile's frames a feature.
+// normalize_tile normalises tile x of item b of out in place: frames [x·F,
+// min(x·F + F, computed)) (F = tile; frames >= computed were written as 0
+// and stay 0), every feature, as rows of contiguous floats (norm_rows):
+// time_mel [B, T, M], a row of M features a frame; mel_time [B, M, T], a row
+// of the tile's frames a feature. With ready set (the fused launch) it first
+// waits until ready[b] == epoch (finish_item of item b).
 //   kStatsMax: floor = fixed_floor when finite (normalize=global), else
-//     result[b] (float: fbank_logmel's finish_item). A tile whose minimum y,
+//     result[b] (float: finish_item). A tile whose minimum y,
 //     partial[(B + b)·G + x], is >= floor has nothing under it and is
-//     skipped: for speech without long silences this pass reads two words
-//     a tile.
+//     skipped: for speech without long silences this reads two words a tile.
 //   kStatsMoments: (mean, inv) of item b's features, result[(b·M + m)·2 +
 //     {0,1}] (float64, by finish_item or fbank_stats), converted to NormOp's
-//     float32 form in dynamic shared memory (3·M floats) by each block.
-extern "C" __global__ void __launch_bounds__(256) fbank_normalize(float* out, const Item* items, long long n_mels,
-                                                                  long long frames, long long layout,
-                                                                  long long stats, long long tile,
-                                                                  const float* partial, double fixed_floor,
-                                                                  const void* result) {
-  extern __shared__ float nsm[];
-  const long long b = blockIdx.y, x = blockIdx.x, G = gridDim.x;
+//     float32 form in nsm (3·M floats of shared memory).
+// Called by every thread of the block.
+__device__ void normalize_tile(const Tile& tl, float* out, const Item* items, long long n_mels, long long frames,
+                               long long layout, long long stats, long long tile, const float* partial,
+                               double fixed_floor, const void* result, float* nsm, const long long* ready,
+                               long long epoch) {
+  const long long b = tl.b, x = tl.x, G = tl.G;
   const int M = (int)n_mels, T = (int)frames;
   const long long t0 = x * tile, t1 = min(t0 + tile, items[b].computed);
   if (t1 <= t0) return;  // block-uniform
+  if (ready != nullptr) {
+    if (threadIdx.x == 0) {
+      while (*reinterpret_cast<const volatile long long*>(ready + b) != epoch) __nanosleep(256);
+      __threadfence();
+    }
+    __syncthreads();
+  }
   NormOp op{stats == kStatsMoments, 0.f, nsm, nsm + M, nsm + 2 * M};
   if (stats == kStatsMax) {
-    const float fl = isfinite(fixed_floor) ? (float)fixed_floor : static_cast<const float*>(result)[b];
-    if (partial[(gridDim.y + b) * G + x] >= fl) return;
+    const float fl = isfinite(fixed_floor) ? (float)fixed_floor : __ldcg(static_cast<const float*>(result) + b);
+    if (__ldcg(partial + (tl.B + b) * G + x) >= fl) return;  // block-uniform
     op.c = (fl + 4.f) / 4.f;
   } else {
     const double* moments = static_cast<const double*>(result) + b * M * 2;
     for (int m = threadIdx.x; m < M; m += blockDim.x) {
-      const double mean = moments[2 * m], inv = moments[2 * m + 1];
+      const double mean = __ldcg(moments + 2 * m), inv = __ldcg(moments + 2 * m + 1);
       const float h = (float)mean;
       nsm[m] = h;
       nsm[M + m] = (float)(mean - h);
@@ -688,3 +688,87 @@ extern "C" __global__ void __launch_bounds__(256) fbank_normalize(float* out, co
     norm_rows(item + t0 * M, n, M, M, false, op);
   }
 }
+
+}  // namespace
+
+// fbank_normalize normalises the computed frames of out in place after
+// fbank_logmel (the separate launch): grid (G, B), block 256 threads, block
+// (x, b) does tile x of item b (normalize_tile); dynamic shared memory 3·M
+// floats for kStatsMoments.
+extern "C" __global__ void __launch_bounds__(256) fbank_normalize(float* out, const Item* items, long long n_mels,
+                                                                  long long frames, long long layout,
+                                                                  long long stats, long long tile,
+                                                                  const float* partial, double fixed_floor,
+                                                                  const void* result) {
+  extern __shared__ float nsm[];
+  normalize_tile(Tile{blockIdx.x, blockIdx.y, gridDim.x, gridDim.y}, out, items, n_mels, frames, layout, stats, tile,
+                 partial, fixed_floor, result, nsm, nullptr, 0);
+}
+
+#define FBANK_LOGMEL_ARGS                                                                                      \
+  const float *pcm, long long pcm_stride, const Item *items, const float *window, const float2 *twN,          \
+      const float2 *colTw, const Band *bands, const float *weights, long long shared_w, long long n_mels,      \
+      long long frames, long long hop, long long pad, long long reflect, double preemph, double guard,         \
+      double floor_, double scale, long long layout, long long steps, float *out, void *partial,               \
+      long long stats, unsigned long long *bad, const float4 *mel_frag, const int4 *mel_tiles,                 \
+      unsigned long long *tickets, double clamp, double eps, void *result, long long fused,                     \
+      unsigned long long *counters, long long *ready, long long epoch, long long tile, double fixed_floor
+// The arguments logmel takes (after its tile).
+#define FBANK_LOGMEL_PASS                                                                                     \
+  pcm, pcm_stride, items, window, twN, colTw, bands, weights, shared_w, n_mels, frames, hop, pad, reflect,    \
+      preemph, guard, floor_, scale, layout, steps, out, partial, stats, bad, mel_frag, mel_tiles, tickets,    \
+      clamp, eps, result, fused ? ready : nullptr, epoch
+#define FBANK_LOGMEL_CALL                                                                                     \
+  pcm, pcm_stride, items, window, twN, colTw, bands, weights, shared_w, n_mels, frames, hop, pad, reflect,    \
+      preemph, guard, floor_, scale, layout, steps, out, partial, stats, bad, mel_frag, mel_tiles, tickets,    \
+      clamp, eps, result, fused, counters, ready, epoch, tile, fixed_floor
+
+namespace {
+
+// entry runs block (blockIdx.x, blockIdx.y) of fbank_logmel_n{N}:
+//   fused = 0: grid (G, B), the block is tile (x, b) (logmel);
+//   fused = 1: grid (G, 2·B), G·B transform tiles and then G·B
+//     normalisation tiles (normalize_tile), handed out in the order blocks
+//     start (counters[0], a ticket): a normalisation tile waits for its
+//     item (ready[b] == epoch, set by the item's last transform tile), and
+//     every transform tile was handed to a block that started before it,
+//     so the wait ends; the tiles of the items done first overlap the
+//     transforms still running, and the separate normalize launch goes.
+//     counters[1] counts finished blocks; the last one resets both (0 at
+//     the next launch). Needs tickets (the in-kernel statistics).
+template <int N>
+__device__ void entry(FBANK_LOGMEL_ARGS) {
+  if (!fused) {
+    logmel<N>(Tile{blockIdx.x, blockIdx.y, gridDim.x, gridDim.y}, FBANK_LOGMEL_PASS);
+    return;
+  }
+  __shared__ unsigned long long id;
+  if (threadIdx.x == 0) id = atomicAdd(counters, 1ull);
+  __syncthreads();
+  const long long G = gridDim.x, B = gridDim.y / 2, GB = G * B;
+  if (id < (unsigned long long)GB) {
+    logmel<N>(Tile{(long long)id % G, (long long)id / G, G, B}, FBANK_LOGMEL_PASS);
+  } else {
+    const long long k = (long long)id - GB;
+    extern __shared__ float2 smem[];
+    normalize_tile(Tile{k % G, k / G, G, B}, out, items, n_mels, frames, layout, stats, tile,
+                   static_cast<const float*>(partial), fixed_floor, result, reinterpret_cast<float*>(smem), ready,
+                   epoch);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0 && atomicAdd(counters + 1, 1ull) == (unsigned long long)(2 * GB - 1)) {
+    counters[0] = 0;
+    counters[1] = 0;
+  }
+}
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n400(FBANK_LOGMEL_ARGS) {
+  entry<400>(FBANK_LOGMEL_CALL);
+}
+
+extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n512(FBANK_LOGMEL_ARGS) {
+  entry<512>(FBANK_LOGMEL_CALL);
+}
+

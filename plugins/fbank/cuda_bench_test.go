@@ -100,8 +100,9 @@ func BenchmarkCUDAFbank(b *testing.B) {
 
 // BenchmarkCUDAFbankGeometry times the queued work of a batch of 64 and of
 // one 30 s clip (dev-us/op, as BenchmarkCUDAFbank) for launch geometries of
-// fbank_logmel (warps per block, steps of 4 frames per warp), and for
-// Parakeet the default shape with the fbank_stats launch (/stats).
+// fbank_logmel (warps per block, steps of 4 frames per warp), and for the
+// default shape with the normalisation in fbank_logmel (/fused) and, for
+// Parakeet, with the fbank_stats launch (/stats).
 //
 //	plugins_fbank.test -test.run '^$' -test.bench CUDAFbankGeometry -test.benchtime 100x
 func BenchmarkCUDAFbankGeometry(b *testing.B) {
@@ -136,27 +137,26 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 				b.Fatal(err)
 			}
 			type variant struct {
-				g           launchGeom
-				statsKernel bool
+				g                  launchGeom
+				fused, statsKernel bool
+				suffix             string
 			}
 			var variants []variant
 			for _, g := range shapes[batch] {
-				variants = append(variants, variant{g, false})
+				variants = append(variants, variant{g, false, false, ""})
 			}
+			def := op.geometryFor(batch, frames)
+			variants = append(variants, variant{def, true, false, "/fused"})
 			if preset == "parakeet-128" {
-				variants = append(variants, variant{op.geometryFor(batch, frames), true})
+				variants = append(variants, variant{def, false, true, "/stats"})
 			}
 			for _, v := range variants {
 				g := v.g
 				if op.shared(g) > op.sharedLimit {
 					continue
 				}
-				name := fmt.Sprintf("%s/B%d/w%ds%d", preset, batch, g.warps, g.steps)
-				if v.statsKernel {
-					name += "/stats"
-				}
-				b.Run(name, func(b *testing.B) {
-					op.fixed, op.statsKernel = g, v.statsKernel
+				b.Run(fmt.Sprintf("%s/B%d/w%ds%d%s", preset, batch, g.warps, g.steps, v.suffix), func(b *testing.B) {
+					op.fixed, op.fused, op.statsKernel = g, v.fused, v.statsKernel
 					enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames) // warm-up
 					var devTime time.Duration
 					for b.Loop() {
@@ -175,8 +175,9 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 // as BenchmarkCUDAFbank) for the speech clip and for the same clip with
 // 40 ms of digital silence every second (/gaps): then every tile of the
 // default launch shape holds values under the item's floor (max - 8, checked
-// on the CPU features), so fbank_normalize clamps them all instead of
-// skipping most: the worst case of its tile skip.
+// on the CPU features), so the normalisation clamps them all instead of
+// skipping most: the worst case of its tile skip. Both ways of normalising
+// (/fused: in fbank_logmel).
 //
 //	plugins_fbank.test -test.run '^$' -test.bench CUDAFbankClamp -test.benchtime 100x
 func BenchmarkCUDAFbankClamp(b *testing.B) {
@@ -221,14 +222,21 @@ func BenchmarkCUDAFbankClamp(b *testing.B) {
 			b.Fatal(err)
 		}
 		pcmPtr, _ := cuda.Ptr(dev)
-		b.Run(fmt.Sprintf("%s/B%d/%s", preset, batch, name), func(b *testing.B) {
-			enqueueTime(b, be, op, pcmPtr, int64(len(clip)), items, feats, frames) // warm-up
-			var devTime time.Duration
-			for b.Loop() {
-				devTime += enqueueTime(b, be, op, pcmPtr, int64(len(clip)), items, feats, frames)
+		for _, fused := range []bool{false, true} {
+			suffix := ""
+			if fused {
+				suffix = "/fused"
 			}
-			b.ReportMetric(devTime.Seconds()/float64(b.N)*1e6, "dev-us/op")
-		})
+			b.Run(fmt.Sprintf("%s/B%d/%s%s", preset, batch, name, suffix), func(b *testing.B) {
+				op.fused = fused
+				enqueueTime(b, be, op, pcmPtr, int64(len(clip)), items, feats, frames) // warm-up
+				var devTime time.Duration
+				for b.Loop() {
+					devTime += enqueueTime(b, be, op, pcmPtr, int64(len(clip)), items, feats, frames)
+				}
+				b.ReportMetric(devTime.Seconds()/float64(b.N)*1e6, "dev-us/op")
+			})
+		}
 		_ = feats.Buffer().Free()
 		_ = dev.Buffer().Free()
 	}

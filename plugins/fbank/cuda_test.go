@@ -348,9 +348,10 @@ func TestCUDADeviceResident(t *testing.T) {
 	assert.Equal(t, "cuda:0", out["features"].Device())
 	assert.True(t, out["lengths"].OnHost())
 	d := be.Stats().Since(before)
-	// pcm, then the op's own: item rows, preset error words and tickets up
-	// (40 B/item, the first Run only), error words down (8 B/item).
-	assert.Equal(t, runtime.TransferStats{HostToDevice: 2, HostToDeviceBytes: host.Bytes() + 2*40,
+	// pcm, then the op's own: item rows, preset error words, tickets and
+	// ready words up (48 B/item and two counters, the first Run only), error
+	// words down (8 B/item).
+	assert.Equal(t, runtime.TransferStats{HostToDevice: 2, HostToDeviceBytes: host.Bytes() + 2*48 + 16,
 		DeviceToHost: 1, DeviceToHostBytes: 2 * 8}, d)
 	require.NoError(t, out["features"].Buffer().Free())
 
@@ -374,43 +375,50 @@ func TestCUDADeviceResident(t *testing.T) {
 	require.NoError(t, dev.Buffer().Free())
 }
 
-// TestCUDARepeatedRuns: one instance runs batches of other sizes and
-// lengths, and one with a NaN sample, one after another; each result equals
-// the CPU's (the per-item words it keeps between Runs, the reduction tickets
-// and error words, are reset) and the NaN is reported in its Run only.
+// TestCUDARepeatedRuns: one op runs batches of other sizes and lengths, and
+// one with a NaN sample, one after another; each result equals the CPU's
+// (the per-item words it keeps between Runs, the reduction tickets, error
+// words, ready words and block counters, are reset) and the NaN is reported
+// in its Run only. Both ways of normalising.
 func TestCUDARepeatedRuns(t *testing.T) {
 	be := cudatest.Backend(t)
 	speech := loadWAV(t, "speech_b")
 	rng := rand.New(rand.NewPCG(5, 9))
+	a := [][]float32{randomClip(rng, speech, 48000), randomClip(rng, speech, 30000)}
+	b := [][]float32{randomClip(rng, speech, 20000), randomClip(rng, speech, 64000), randomClip(rng, speech, 9000)}
+	bad := append([]float32(nil), a[1]...)
+	bad[777] = float32(math.NaN())
 	for _, preset := range []string{"whisper-128", "parakeet-128"} {
-		cfg := map[string]any{"preset": preset}
-		inst, err := runtime.New("fbank", cfg, be)
-		require.NoError(t, err)
-		run := func(clips ...[]float32) func() (*runtime.Tensor, []int64) {
-			return func() (*runtime.Tensor, []int64) {
-				out, err := inst.Run(context.Background(), batchInput(clips))
+		for _, fused := range []bool{false, true} {
+			cfg := map[string]any{"preset": preset}
+			o := cudaOpOf(t, cfg, be)
+			o.fused = fused
+			run := func(clips ...[]float32) (runtime.Tensors, error) {
+				in := batchInput(clips)
+				dev, err := be.Upload(in["pcm"])
 				require.NoError(t, err)
-				h, err := be.Download(out["features"])
-				require.NoError(t, err)
-				require.NoError(t, out["features"].Buffer().Free())
-				return h, out["lengths"].I64()
+				defer dev.Buffer().Free()
+				in["pcm"] = dev
+				return o.Run(context.Background(), in)
+			}
+			for i, clips := range [][][]float32{a, b, a, nil, a, b} {
+				t.Run(fmt.Sprintf("%s/fused=%v/run%d", preset, fused, i), func(t *testing.T) {
+					if clips == nil {
+						_, err := run(a[0], bad)
+						assert.ErrorContains(t, err, "pcm item 1 sample 777 is NaN")
+						return
+					}
+					compareWith(t, cfg, func() (*runtime.Tensor, []int64) {
+						out, err := run(clips...)
+						require.NoError(t, err)
+						h, err := be.Download(out["features"])
+						require.NoError(t, err)
+						require.NoError(t, out["features"].Buffer().Free())
+						return h, out["lengths"].I64()
+					}, clips...)
+				})
 			}
 		}
-		a := [][]float32{randomClip(rng, speech, 48000), randomClip(rng, speech, 30000)}
-		b := [][]float32{randomClip(rng, speech, 20000), randomClip(rng, speech, 64000), randomClip(rng, speech, 9000)}
-		bad := append([]float32(nil), a[1]...)
-		bad[777] = float32(math.NaN())
-		for i, clips := range [][][]float32{a, b, a, nil, a, b} {
-			t.Run(fmt.Sprintf("%s/run%d", preset, i), func(t *testing.T) {
-				if clips == nil {
-					_, err := inst.Run(context.Background(), batchInput([][]float32{a[0], bad}))
-					assert.ErrorContains(t, err, "pcm item 1 sample 777 is NaN")
-					return
-				}
-				compareWith(t, cfg, run(clips...), clips...)
-			})
-		}
-		require.NoError(t, inst.Close())
 	}
 }
 
@@ -432,10 +440,12 @@ func TestCUDALaunchGeometry(t *testing.T) {
 }
 
 // TestCUDAParityGeometry checks the launch shapes (steps of 4 frames a warp,
-// blocks of 1 to 4 warps) on a batch of ragged clips, in both layouts, and
-// Parakeet's moments both ways (fbank_logmel's last block of an item, or
-// the fbank_stats launch). Whisper pads the short clips to 30 s, so some of
-// their tiles fall under the floor and are clamped, others are skipped.
+// blocks of 1 to 4 warps) on a batch of ragged clips, in both layouts, the
+// normalisation both ways (the fbank_normalize launch, or fbank_logmel's own
+// tiles: fused) and Parakeet's moments both ways (fbank_logmel's last block
+// of an item, or the fbank_stats launch). Whisper pads the short clips to 30 s, so
+// some of their tiles fall under the floor and are clamped, others are
+// skipped.
 func TestCUDAParityGeometry(t *testing.T) {
 	be := cudatest.Backend(t)
 	speech := loadWAV(t, "speech_b")
@@ -449,18 +459,23 @@ func TestCUDAParityGeometry(t *testing.T) {
 		{"preset": "whisper-80", "layout": "time_mel"},
 	} {
 		for _, tc := range []struct {
-			g           launchGeom
-			statsKernel bool
-		}{{launchGeom{4, 8}, false}, {launchGeom{4, 4}, false}, {launchGeom{4, 2}, false}, {launchGeom{4, 1}, false},
-			{launchGeom{2, 1}, false}, {launchGeom{1, 1}, false}, {launchGeom{4, 4}, true}, {launchGeom{4, 1}, true}} {
+			g                  launchGeom
+			fused, statsKernel bool
+		}{
+			{launchGeom{4, 8}, false, false}, {launchGeom{4, 4}, false, false}, {launchGeom{4, 2}, false, false},
+			{launchGeom{4, 1}, false, false}, {launchGeom{2, 1}, false, false}, {launchGeom{1, 1}, false, false},
+			{launchGeom{4, 8}, true, false}, {launchGeom{4, 4}, true, false}, {launchGeom{4, 1}, true, false},
+			{launchGeom{1, 1}, true, false}, {launchGeom{4, 4}, false, true}, {launchGeom{4, 1}, false, true},
+		} {
 			g := tc.g
 			if tc.statsKernel && cfg["preset"] != "parakeet-128" {
 				continue // fbank_stats computes per-feature moments only
 			}
-			t.Run(fmt.Sprintf("%v/w%ds%d/statsKernel=%v", cfg, g.warps, g.steps, tc.statsKernel), func(t *testing.T) {
+			name := fmt.Sprintf("%v/w%ds%d/fused=%v/statsKernel=%v", cfg, g.warps, g.steps, tc.fused, tc.statsKernel)
+			t.Run(name, func(t *testing.T) {
 				gpu := func() (*runtime.Tensor, []int64) {
 					o := cudaOpOf(t, cfg, be)
-					o.fixed, o.statsKernel = g, tc.statsKernel
+					o.fixed, o.fused, o.statsKernel = g, tc.fused, tc.statsKernel
 					in := batchInput(clips)
 					dev, err := be.Upload(in["pcm"])
 					require.NoError(t, err)

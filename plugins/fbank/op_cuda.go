@@ -72,6 +72,13 @@ type cudaOp struct {
 	// statsKernel (benchmarks): Parakeet's per-feature moments by the
 	// fbank_stats launch instead of fbank_logmel's last block of each item.
 	statsKernel bool
+	// fused: fbank_logmel normalises the tiles itself (its normalisation
+	// tiles follow the transform tiles in one launch) instead of the
+	// fbank_normalize launch; it needs the in-kernel statistics.
+	fused bool
+	// epoch counts the launches; fbank_logmel's normalisation tiles wait
+	// for their item's statistics of this launch (ready[b] == epoch).
+	epoch int64
 
 	items itemWords
 
@@ -230,10 +237,12 @@ func (o *cudaOp) uploadTables() error {
 
 // itemWords are the per-item device words of the kernels, for up to cap
 // items: the item rows {n, real, computed} (3·cap int64), the error words
-// (cap, all ones until a kernel finds a NaN/Inf sample) and the tickets of
-// the in-kernel reductions (cap, 0: fbank_logmel's last block of an item
-// resets its own). They are uploaded whole when the batch outgrows them or
-// a Run failed or reported a bad sample (stale), and the item rows alone
+// (cap, all ones until a kernel finds a NaN/Inf sample), the tickets of the
+// in-kernel reductions (cap, 0: fbank_logmel's last block of an item resets
+// its own), the ready words (cap: the epoch of the launch whose statistics
+// of the item are done) and fbank_logmel's two block counters (0: its last
+// block resets them). They are uploaded whole when the batch outgrows them
+// or a Run failed or reported a bad sample (stale), and the item rows alone
 // when they differ from the last batch's (rows).
 type itemWords struct {
 	buf   *cuda.Buffer
@@ -242,9 +251,12 @@ type itemWords struct {
 	stale bool
 }
 
-// prepare makes the words hold items (3 int64 an item) and returns the
-// device addresses of the item rows, the error words and the tickets.
-func (w *itemWords) prepare(be *cuda.Backend, items []int64) (rows, bad, tickets cuda.DevicePtr, err error) {
+// itemPtrs are the device addresses of the parts of itemWords.
+type itemPtrs struct{ rows, bad, tickets, ready, counters cuda.DevicePtr }
+
+// prepare makes the words hold items (3 int64 an item) and returns their
+// device addresses.
+func (w *itemWords) prepare(be *cuda.Backend, items []int64) (itemPtrs, error) {
 	batch := len(items) / 3
 	if w.buf == nil || batch > w.cap || w.stale {
 		if w.buf != nil {
@@ -252,30 +264,30 @@ func (w *itemWords) prepare(be *cuda.Backend, items []int64) (rows, bad, tickets
 			w.buf, w.rows = nil, nil
 		}
 		c := max(batch, w.cap)
-		up := make([]int64, 5*c)
+		up := make([]int64, 6*c+2)
 		copy(up, items)
 		for b := range c {
 			up[3*c+b] = -1
 		}
 		buf, err := be.Malloc(int64(8 * len(up)))
 		if err != nil {
-			return 0, 0, 0, err
+			return itemPtrs{}, err
 		}
 		if err := be.HostToDevice(buf.Ptr(), cuda.Bytes(up)); err != nil {
 			_ = buf.Free()
-			return 0, 0, 0, err
+			return itemPtrs{}, err
 		}
 		w.buf, w.cap, w.stale = buf, c, false
 		w.rows = append(w.rows[:0], items...)
 	} else if !slices.Equal(w.rows, items) {
 		if err := be.HostToDevice(w.buf.Ptr(), cuda.Bytes(items)); err != nil {
 			w.stale = true
-			return 0, 0, 0, err
+			return itemPtrs{}, err
 		}
 		w.rows = append(w.rows[:0], items...)
 	}
-	base := w.buf.Ptr()
-	return base, base + cuda.DevicePtr(8*3*w.cap), base + cuda.DevicePtr(8*4*w.cap), nil
+	at := func(words int) cuda.DevicePtr { return w.buf.Ptr() + cuda.DevicePtr(8*words) }
+	return itemPtrs{at(0), at(3 * w.cap), at(4 * w.cap), at(5 * w.cap), at(6 * w.cap)}, nil
 }
 
 // Close returns the op's device tables to the backend's pool.
@@ -410,11 +422,12 @@ func (o *cudaOp) launch(pcm cuda.DevicePtr, stride int64, items []int64, feats *
 // it takes from the pool are appended to scratch for the caller to free (in
 // stream order, so right after enqueue is fine).
 //
-// The launches: fbank_logmel over G = ceil(frames / tile) tiles an item,
-// whose last block of each item reduces the item's statistics (Whisper: the
-// floor, max - 8; Parakeet: the per-feature mean and 1/(std + eps)), then
-// fbank_normalize, one block a tile (Whisper: only the tiles with a value
-// under the floor do work).
+// The launch: fbank_logmel over G = ceil(frames / tile) tiles an item, whose
+// last block of each item reduces the item's statistics (Whisper: the
+// floor, max - 8; Parakeet: the per-feature mean and 1/(std + eps)), and
+// then normalises the item's tiles itself (fused; Whisper: only the tiles
+// with a value under the floor do work). With normalize=global, or the
+// benchmark knobs, fbank_normalize (and fbank_stats) are launched instead.
 func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats *runtime.Tensor, frames int, scratch *[]*cuda.Buffer) (cuda.DevicePtr, error) {
 	c, be := &o.fe.cfg, o.be
 	batch := len(items) / 3
@@ -431,10 +444,11 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 		}
 		return s, err
 	}
-	itemsBuf, bad, tickets, err := o.items.prepare(be, items)
+	ptrs, err := o.items.prepare(be, items)
 	if err != nil {
 		return 0, err
 	}
+	itemsBuf, bad, tickets := ptrs.rows, ptrs.bad, ptrs.tickets
 	// The partials of fbank_logmel and the reduced statistics (result).
 	var partialBytes, resultBytes int
 	switch o.statsMode {
@@ -452,6 +466,11 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	if !reduce {
 		tickets = 0
 	}
+	fused, gridY := 0, batch // fused: G·B transform tiles, then G·B normalisation tiles
+	if reduce && o.fused && 2*batch <= math.MaxUint16 {
+		fused, gridY = 1, 2*batch
+	}
+	o.epoch++
 	reflect := 0
 	if c.PadMode == PadReflect {
 		reflect = 1
@@ -462,10 +481,11 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	}
 	args := []any{pcm, stride, itemsBuf, o.window, o.twiddle, o.colTw, o.bands, o.weights, o.sharedW, c.NumMels, frames,
 		c.HopLength, o.fe.pad, reflect, c.PreEmphasis, o.guard, o.floor, o.lg2, layout, geom.steps,
-		out, partial, o.statsMode, bad, o.melFrag, o.melTiles, tickets, clampRange, stdEpsilon, result}
+		out, partial, o.statsMode, bad, o.melFrag, o.melTiles, tickets, clampRange, stdEpsilon, result,
+		fused, ptrs.counters, ptrs.ready, o.epoch, geom.frames(), o.fixedFloor}
 	block := cuda.Dim3{X: 32 * geom.warps, Y: 1, Z: 1}
-	err = o.logmel.Launch(cuda.Dim3{X: groups, Y: batch, Z: 1}, block, o.shared(geom), args...)
-	if err != nil || o.statsMode == statsNone {
+	err = o.logmel.Launch(cuda.Dim3{X: groups, Y: gridY, Z: 1}, block, o.shared(geom), args...)
+	if err != nil || o.statsMode == statsNone || fused == 1 {
 		return bad, err
 	}
 	normShared := 0
