@@ -15,6 +15,14 @@
 // launcher passes each argument as one 64-bit word.
 #include "dpx_ops.cuh"
 
+// DPXK_DELAY_POST runs before a warp posts its highest state to the next
+// warp (dpx_ctc_warp's pipeline): nothing on the GPU; the host replay
+// (kernels/dpxemu) sleeps there, so the reading warp arrives first and its
+// wait is exercised.
+#ifndef DPXK_DELAY_POST
+#define DPXK_DELAY_POST()
+#endif
+
 namespace dpxk {
 
 constexpr unsigned kFull = 0xffffffffu;
@@ -495,7 +503,7 @@ struct Flag {
 template <class V, int K>
 __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
                         const long long* __restrict__ meta, const int* __restrict__ table,
-                        unsigned* __restrict__ bp, long long blank, double star, double scale, int F,
+                        unsigned* __restrict__ bp, long long blank, double star, double scale, long long frames,
                         int* __restrict__ alignment, float* __restrict__ frameScores,
                         float* __restrict__ score, long long* __restrict__ status) {
   static_assert(K % 2 == 0 && K >= 2 && K <= 32, "K: even, at most 32");
@@ -506,6 +514,10 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
   const int b = blockIdx.x;
   const int tid = threadIdx.x, bd = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = bd >> 5;
   const long long* mt = meta + 4 * b;
+  // frames: F, the frames per block, | 1 << 16 to run the float path in
+  // lockstep (a barrier every frame, as the int32 path; a benchmark hook).
+  const int F = (int)(frames & 0xffff);
+  const bool pipe = !L::kInt && !((frames >> 16) & 1) && nw > 1;
   const int Tb = (int)mt[0], S = (int)mt[1], Ci = (int)C;
   const int* tab = table + mt[2];
   unsigned* bpi = bp + mt[3];
@@ -520,7 +532,8 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
   int* wmax = (int*)smem;           // [2][32] per-warp row maxima (int32)
   V* xtop = (V*)(wmax + 64);        // [2][64]: slot w+1 holds warp w's highest state, slot 0 -Inf
   V* fin = xtop + 128;              // [4] the two end states
-  float* emb = (float*)(fin + 4);   // region: [2][F][Cp] emission rows
+  unsigned long long* ring = (unsigned long long*)(fin + 4);  // [2F][32]: (frame << 32 | highest state)
+  float* emb = (float*)(ring + 64 * F);  // region: [2][F][Cp] emission rows
   int* shLab = (int*)(emb + R);     // [S]
   unsigned* shBp = (unsigned*)emb;  // [2][32][BTW], backtrace only
   int* shPath = (int*)(shBp + 64 * BTW);  // [32], backtrace only
@@ -612,6 +625,7 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
   }
   for (int i = tid; i < 64; i += bd) wmax[i] = kCtcNeg;
   for (int i = tid; i < 128; i += bd) xtop[i] = neg;
+  for (int i = tid; i < 64 * F; i += bd) ring[i] = ~0ull;  // no frame's tag
   // Frame 0.
 #pragma unroll
   for (int j = 0; j < K; ++j) {
@@ -628,9 +642,20 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
   int m = 0;  // int32: the previous row's maximum
   if constexpr (L::kInt) m = warpMax(laneMax());
   __syncthreads();  // wmax initialised
+  // Frame 0's slot in the ring is the last of block -1: 2F-1.
+  auto post = [&](int t, int idx) {
+    if constexpr (!L::kInt) {
+      if (lane == 31) {
+        DPXK_DELAY_POST();
+        *reinterpret_cast<volatile unsigned long long*>(ring + idx * 32 + warp) =
+            (unsigned long long)(unsigned)t << 32 | __float_as_uint(v[K - 1]);
+      }
+    }
+  };
   if (nw > 1) {
     if (L::kInt && lane == 0) wmax[warp] = m;
     if (lane == 31) xtop[warp + 1] = v[K - 1];
+    if (pipe) post(0, 2 * F - 1);
   }
   if (NG > 0) landed(0);
   __syncthreads();
@@ -638,10 +663,12 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
   // frame computes frame t from row t-1 (in v) and the emission row e,
   // and stores its backpointers at dst. The state below the thread's
   // range is the previous lane's highest, or for lane 0 the previous
-  // warp's (slot 0: -Inf for warp 0); the one below that is only read by
+  // warp's (slot 0: -Inf for warp 0): in lockstep from xtop, pipelined from
+  // ring slot rIdx, waiting for its tag t-1 only before the two lowest
+  // states, which are computed last. The state below that is only read by
   // a skip, which never enters a blank (j = 0).
-  auto frame = [&](int t, const V* e, unsigned* dst, auto masked) {
-    const V left = xtop[((t - 1) & 1) * 64 + warp];
+  auto frame = [&](int t, const V* e, unsigned* dst, int rIdx, auto masked) {
+    const V left = pipe ? neg : xtop[((t - 1) & 1) * 64 + warp];
     V p1 = __shfl_up_sync(kFull, v[K - 1], 1);
     p1 = lane == 0 ? left : p1;
     const V eb = e[blank];
@@ -653,6 +680,16 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
     for (int i = 0; i < WT; ++i) w[i] = 0;
 #pragma unroll
     for (int j = K - 1; j >= 0; --j) {
+      if constexpr (!L::kInt) {
+        if (j == 1 && pipe && lane == 0 && warp > 0) {
+          const volatile unsigned long long* q = ring + rIdx * 32 + warp - 1;
+          unsigned long long x;
+          do {
+            x = *q;
+          } while ((int)(x >> 32) != t - 1);
+          p1 = __uint_as_float((unsigned)x);
+        }
+      }
       const V x0 = v[j], x1 = j >= 1 ? v[j - 1] : p1;
       bool c1, c2 = false;
       V r, ee;
@@ -686,19 +723,20 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
   };
 
   unsigned* dst = bpi + tid * WT;  // frame t's words: bpi + (t-1)*rowW + tid*WT
+  int rIdx = 2 * F - 1;            // ring slot of frame t-1 (pipelined float path)
   for (int g = 0; g < NG; ++g) {
     if (g + 1 < NG) fetch(g + 1);  // into the buffer block g-1 read
     const int t0 = 1 + g * F, n = min(F, Tb - t0);
     const V* e = (const V*)(emb + (g & 1) * F * Cp);
-    for (int k = 0; k < n; ++k, e += Cp, dst += rowW) {
+    for (int k = 0, wIdx = (g & 1) * F; k < n; ++k, e += Cp, dst += rowW, rIdx = wIdx++) {
       const int t = t0 + k;
       if constexpr (L::kInt) {
         if (nw > 1) m = rowMax32(wmax + ((t - 1) & 1) * 32);
       }
       if (t >= tLo)
-        frame(t, e, dst, Flag<true>{});
+        frame(t, e, dst, rIdx, Flag<true>{});
       else
-        frame(t, e, dst, Flag<false>{});
+        frame(t, e, dst, rIdx, Flag<false>{});
       if constexpr (L::kInt) {
         const int wm = warpMax(laneMax());
         if (nw == 1)
@@ -706,7 +744,9 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
         else if (lane == 0)
           wmax[(t & 1) * 32 + warp] = wm;
       }
-      if (nw > 1) {
+      if (pipe) {
+        post(t, wIdx);
+      } else if (nw > 1) {
         if (lane == 31) xtop[(t & 1) * 64 + warp + 1] = v[K - 1];
         __syncthreads();
       }
@@ -1195,67 +1235,67 @@ extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p8(DPX_CTC_
 // 1024 threads for K <= 8, 512 for K <= 16, 128 above, so each keeps its
 // states in registers without spilling); frames is F.
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_f32_k4(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<float, 4>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+  dpxk::ctcWarp<float, 4>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
                         status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_f32_k6(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<float, 6>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+  dpxk::ctcWarp<float, 6>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
                         status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_f32_k8(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<float, 8>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+  dpxk::ctcWarp<float, 8>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
                         status);
 }
 extern "C" __global__ void __launch_bounds__(512) dpx_ctc_warp_f32_k12(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<float, 12>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+  dpxk::ctcWarp<float, 12>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
                         status);
 }
 extern "C" __global__ void __launch_bounds__(512) dpx_ctc_warp_f32_k16(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<float, 16>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+  dpxk::ctcWarp<float, 16>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
                         status);
 }
 extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_f32_k20(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<float, 20>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+  dpxk::ctcWarp<float, 20>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
                         status);
 }
 extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_f32_k24(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<float, 24>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+  dpxk::ctcWarp<float, 24>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
                         status);
 }
 extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_f32_k32(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<float, 32>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+  dpxk::ctcWarp<float, 32>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
                         status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_i32_k4(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<int, 4>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+  dpxk::ctcWarp<int, 4>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
                         status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_i32_k6(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<int, 6>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+  dpxk::ctcWarp<int, 6>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
                         status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_i32_k8(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<int, 8>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+  dpxk::ctcWarp<int, 8>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
                         status);
 }
 extern "C" __global__ void __launch_bounds__(512) dpx_ctc_warp_i32_k12(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<int, 12>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+  dpxk::ctcWarp<int, 12>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
                         status);
 }
 extern "C" __global__ void __launch_bounds__(512) dpx_ctc_warp_i32_k16(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<int, 16>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+  dpxk::ctcWarp<int, 16>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
                         status);
 }
 extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_i32_k20(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<int, 20>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+  dpxk::ctcWarp<int, 20>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
                         status);
 }
 extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_i32_k24(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<int, 24>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+  dpxk::ctcWarp<int, 24>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
                         status);
 }
 extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_i32_k32(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<int, 32>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores, score,
+  dpxk::ctcWarp<int, 32>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
                         status);
 }
 

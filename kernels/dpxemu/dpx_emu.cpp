@@ -11,6 +11,7 @@
 //   dpx_emu ctc|viterbi|dtw f32|i32 DIR
 // and compares the outputs with the CPU ops.
 #include <algorithm>
+#include <chrono>
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -103,6 +104,11 @@ inline unsigned __float_as_uint(float f) {
   std::memcpy(&u, &f, 4);
   return u;
 }
+inline float __uint_as_float(unsigned u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
 template <class T>
 T atomicMax(T* p, T v) {
   std::lock_guard<std::mutex> g(atomicMu);
@@ -111,6 +117,8 @@ T atomicMax(T* p, T v) {
   return old;
 }
 
+// Readers of dpx_ctc_warp's pipeline arrive before the writers.
+#define DPXK_DELAY_POST() std::this_thread::sleep_for(std::chrono::microseconds(300))
 #include "../dpx.cu"
 
 template <class F>

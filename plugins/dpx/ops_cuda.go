@@ -204,12 +204,13 @@ var (
 
 // Test hooks (benchmarks of the launch shape): the least state passes per
 // thread and the frames per block (< 1 chooses) of dpx_ctc_align; the
-// states per thread and warps of dpx_ctc_warp (< 1 chooses); and
-// ctcUseBlock, which forces dpx_ctc_align.
+// states per thread and warps of dpx_ctc_warp (< 1 chooses); ctcUseBlock,
+// which forces dpx_ctc_align; and ctcLockstep, which runs dpx_ctc_warp's
+// float path with a barrier every frame instead of its pipeline of warps.
 var (
-	ctcMinPass, ctcFrames = 0, 0
-	ctcForceK, ctcWarps   = 0, 0
-	ctcUseBlock           = false
+	ctcMinPass, ctcFrames    = 0, 0
+	ctcForceK, ctcWarps      = 0, 0
+	ctcUseBlock, ctcLockstep = false, false
 )
 
 func newAlignCUDA(p rt.Params, b *cuda.Backend) (rt.Op, error) {
@@ -329,13 +330,14 @@ const (
 
 // ctcWarpShared is dpx_ctc_warp's dynamic shared memory for a largest
 // trellis of S states, C log-prob columns, blocks of F frames and K states
-// per thread: 784 bytes of per-warp maxima, top pairs and end states, a
+// per thread: 784 bytes of per-warp maxima, highest states and end states,
+// the warps' ring of highest states (2F frames x 32 warps x 8 bytes), a
 // region of max(2*F*Cp, 64*BTW + 32, 1024) words (Cp = C+2 rounded up to 4;
 // BTW = (126/K + 2) * ceil(2K/32) backtrace words a frame), and S labels.
 func ctcWarpShared(S, C, F, K int) int {
 	cp := (C + 5) &^ 3
 	btw := (126/K + 2) * ((2*K + 31) / 32)
-	return 784 + 4*max(2*F*cp, 64*btw+32, ctcMinRegion) + 4*S
+	return 784 + 512*F + 4*max(2*F*cp, 64*btw+32, ctcMinRegion) + 4*S
 }
 
 // ctcWarpShape is a dpx_ctc_warp launch: the index of its K in ctcWarpK,
@@ -570,6 +572,9 @@ func (o *alignCUDA) launch(sc *scratch, c *ctcCall, ali, fs, score *rt.Tensor) (
 	if c.warp {
 		k, block, frames = o.w[pr][c.wsh.ki], c.wsh.block, c.wsh.frames
 		shared = ctcWarpShared(c.tabs.maxS, c.C, frames, ctcWarpK[c.wsh.ki])
+		if ctcLockstep {
+			frames |= 1 << 16 // the kernel's lockstep flag
+		}
 	} else {
 		var passes int
 		passes, block, frames = o.ctcLaunch(c.tabs.maxS)
