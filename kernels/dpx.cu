@@ -454,9 +454,18 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
 // scores, labels' columns, skip caps and window frames in registers. A frame
 // updates the states in place from the highest down; the state below a
 // thread's range is the previous thread's highest (__shfl_up_sync; a skip
-// never enters a blank, so the one below that is never read), and across
-// warps lane 31's goes through shared memory (two slots by frame parity,
-// one __syncthreads per frame; none at all when NW = 1).
+// never enters a blank, so the one below that is never read). Across warps
+// (NW > 1) lane 31's highest state goes through shared memory:
+// - float: a pipeline. Warp w posts (frame << 32 | value) to its slot of a
+//   ring of 2F frames (one 64-bit store) and lane 0 of warp w+1 polls that
+//   slot for the frame's tag just before its two lowest states, which it
+//   computes last; no warp waits for any other, so the warps drift apart
+//   by up to a block of frames and only a block's end has a barrier (which
+//   also bounds the drift to the ring's depth).
+// - int32 (and float with the lockstep flag, a benchmark hook): two slots
+//   by frame parity and a __syncthreads every frame, since each frame
+//   needs the whole previous row's maximum.
+// With NW = 1 neither: no barrier at all in the frame loop.
 // Emissions: frames 1..T_b-1 run in blocks of F; a block's log-prob rows (C
 // values each, contiguous in the input) are copied whole into shared memory
 // with cp.async (16-byte copies when C % 4 == 0), one block ahead, into rows
@@ -491,10 +500,12 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
 // order.
 //
 // Shared memory (ctcWarpShared in ops_cuda.go): 784 B (per-warp maxima,
-// the warps' top pairs, the two end states), a region of max(2*F*Cp,
-// 64*BTW + 32, 1024) words (the emission rows while aligning, the backtrace
-// and sum scratch after), and 4*S B of labels. Global scratch: (T_b-1) *
-// ceil(S/K) * WT * 4 B of backpointers per item.
+// the warps' highest states by frame parity, the two end states), the ring
+// (2F x 32 x 8 B), a region of max(2*F*Cp, 64*BTW + 32, 1024) words (the
+// emission rows while aligning, the backtrace and sum scratch after), and
+// 4*S B of labels. Registers: K scores, 2K window frames, K/2 columns and
+// caps, K/2+1 emissions (__launch_bounds__ per K below). Global scratch:
+// (T_b-1) * ceil(S/K) * WT * 4 B of backpointers per item.
 template <bool B>
 struct Flag {
   static constexpr bool value = B;
