@@ -491,7 +491,9 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
 // thread's states and a warp reduction (NW > 1: 32 per-warp maxima in
 // shared memory, as in ctcAlign).
 //
-// Backtrace: warp 0 walks 32 frames per round as in ctcAlign; the lanes
+// Backtrace: warp 0 walks 32 frames per round as in ctcAlign, lane 0
+// reading each frame's step ahead for the three states the path can move
+// to (one shared-memory read on the chain per two frames); the lanes
 // prefetch, for the next round's 32 frames, the BTW = (126/K + 2)*WT words
 // that hold every state within 126 below the current round's first state,
 // and write the round's labels and frame scores (each lane one frame; the
@@ -806,17 +808,28 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
       __syncwarp();
       if (lane == 0) {
         const unsigned* sh = shBp + (r & 1) * 32 * BTW - g0 * WT;
-        // step moves s one frame back through frame k's words.
-        auto step = [&](int k) {
+        // code is state st's step back (0, 1 or 2) at frame k of the round.
+        auto code = [&](int k, int st) {
+          const int g = st / K, j2 = 2 * (st - g * K);
+          return (int)((sh[k * BTW + g * WT + (j2 >> 5)] >> (j2 & 31)) & 3u);
+        };
+        // step moves s one frame back; d is its step at frame k, and the
+        // next frame's is picked from the codes of the three states s can
+        // move to, read before the move: the walk's chain is one read per
+        // two frames.
+        int d = code(0, s);
+        auto step = [&](int k, bool more) {
           shPath[k] = s;
-          const int g = s / K, j2 = 2 * (s - g * K);
-          s -= (int)((sh[k * BTW + g * WT + (j2 >> 5)] >> (j2 & 31)) & 3u);
+          int c0 = 0, c1 = 0, c2 = 0;
+          if (more) c0 = code(k + 1, s), c1 = code(k + 1, max(s - 1, 0)), c2 = code(k + 1, max(s - 2, 0));
+          s -= d;
+          d = d == 0 ? c0 : (d == 1 ? c1 : c2);
         };
         if (t >= 32) {
 #pragma unroll
-          for (int k = 0; k < 32; ++k) step(k);
+          for (int k = 0; k < 32; ++k) step(k, k < 31);
         } else {
-          for (int k = 0; k < t; ++k) step(k);
+          for (int k = 0; k < t; ++k) step(k, k + 1 < t);
         }
       }
       __syncwarp();
