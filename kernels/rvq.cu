@@ -708,6 +708,28 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
         // whose first load was first, then releases its KC slots.
         auto foldTile = [&](float (&d)[C::MT][C::NT][4], int nt, int first) {
           fenceAcc(d);  // the reads below stay after the wait
+#if defined(RVQ_AW_PREFETCH)
+          // (experiment: one tile before the stage end, pull the current
+          // winners' codeword rows and the residual rows into L1 for the
+          // update; the winner rarely changes in the last tile)
+          if (nt == ntiles - 2) {
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+              float b1 = best[0][h][0].b1;
+#pragma unroll
+              for (int g = 1; g < kG; g++) b1 = fminf(b1, best[0][h][g].b1);
+              b1 = fminf(b1, __shfl_xor_sync(kFull, b1, 1));
+              b1 = fminf(b1, __shfl_xor_sync(kFull, b1, 2));
+              const int r = wm * (BM / WM) + h * 8 + (lane >> 2);
+              const char* cw = reinterpret_cast<const char*>(p.words + (size_t(off) + (__float_as_int(b1) & 0xFFF)) * Dp);
+              for (int l = lane & 3; l < Dp * 2 / 128; l += 4) asm volatile("prefetch.global.L1 [%0];\n" ::"l"(cw + l * 128));
+              if constexpr (!RS)
+                if (row0 + r < p.rows)
+                  for (int l = lane & 3; l < Dp * 4 / 128; l += 4)
+                    asm volatile("prefetch.global.L1 [%0];\n" ::"l"(reinterpret_cast<const char*>(res + size_t(r) * Dp) + l * 128));
+            }
+          }
+#endif
 #if defined(RVQ_AW_HN_GLOBAL)
           // (experiment: hn from global memory, the slots released first)
           __syncwarp();
