@@ -695,7 +695,13 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
     for (int j = K - 1; j >= 0; --j) {
       if constexpr (!L::kInt) {
         if (j == 1 && pipe && lane == 0 && warp > 0) {
-          const volatile unsigned long long* q = ring + rIdx * 32 + warp - 1;
+          // The slot's address depends (never in value: states are never
+          // NaN) on the new states K-1..2, so the compiler keeps their work
+          // before the wait.
+          unsigned nan = 0;
+#pragma unroll
+          for (int i = 2; i < K; ++i) nan |= __float_as_uint(v[i]) == 0x7fc00001u;
+          const volatile unsigned long long* q = ring + rIdx * 32 + warp - 1 + nan;
           unsigned long long x;
           do {
             x = *q;
