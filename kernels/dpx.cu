@@ -456,15 +456,16 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
 // thread's range is the previous thread's highest (__shfl_up_sync; a skip
 // never enters a blank, so the one below that is never read). Across warps
 // (NW > 1) lane 31's highest state goes through shared memory:
-// - float: a pipeline. Warp w posts (frame << 32 | value) to its slot of a
+// - by default two slots by frame parity and a __syncthreads every frame
+//   (lockstep); the int32 path needs it anyway, since each frame needs the
+//   whole previous row's maximum.
+// - float with the pipeline flag (a benchmark hook): Warp w posts (frame << 32 | value) to its slot of a
 //   ring of 2F frames (one 64-bit store) and lane 0 of warp w+1 polls that
 //   slot for the frame's tag just before its two lowest states, which it
 //   computes last; no warp waits for any other, so the warps drift apart
 //   by up to a block of frames and only a block's end has a barrier (which
-//   also bounds the drift to the ring's depth).
-// - int32 (and float with the lockstep flag, a benchmark hook): two slots
-//   by frame parity and a __syncthreads every frame, since each frame
-//   needs the whole previous row's maximum.
+//   also bounds the drift to the ring's depth). Measured on the H200 (S =
+//   601, 3-4 warps) the polling cost more than the barriers it saves.
 // With NW = 1 neither: no barrier at all in the frame loop.
 // Emissions: frames 1..T_b-1 run in blocks of F; a block's log-prob rows (C
 // values each, contiguous in the input) are copied whole into shared memory
@@ -527,10 +528,11 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
   const int b = blockIdx.x;
   const int tid = threadIdx.x, bd = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = bd >> 5;
   const long long* mt = meta + 4 * b;
-  // frames: F, the frames per block, | 1 << 16 to run the float path in
-  // lockstep (a barrier every frame, as the int32 path; a benchmark hook).
+  // frames: F, the frames per block, | 1 << 16 to pipeline the float
+  // path's warps instead of a barrier every frame (a benchmark hook: on the
+  // H200 the pipeline's polling cost more than the barrier it saves).
   const int F = (int)(frames & 0xffff);
-  const bool pipe = !L::kInt && !((frames >> 16) & 1) && nw > 1;
+  const bool pipe = !L::kInt && ((frames >> 16) & 1) && nw > 1;
   const int Tb = (int)mt[0], S = (int)mt[1], Ci = (int)C;
   const int* tab = table + mt[2];
   unsigned* bpi = bp + mt[3];
@@ -1260,10 +1262,14 @@ extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p8(DPX_CTC_
                          score, status);
 }
 
-// dpx_ctc_warp_{f32,i32}_k{4,6,8,12,16,20,24,32}: ctcWarp with K states per
+// dpx_ctc_warp_{f32,i32}_k{2,4,6,8,12,16,20,24,32}: ctcWarp with K states per
 // thread; any block of whole warps with K*blockDim >= S (the launch bound:
 // 1024 threads for K <= 8, 512 for K <= 16, 128 above, so each keeps its
 // states in registers without spilling); frames is F.
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_f32_k2(DPX_CTC_ARGS) {
+  dpxk::ctcWarp<float, 2>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
+                        status);
+}
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_f32_k4(DPX_CTC_ARGS) {
   dpxk::ctcWarp<float, 4>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
                         status);
@@ -1294,6 +1300,10 @@ extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_f32_k24(DPX_CTC_A
 }
 extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_f32_k32(DPX_CTC_ARGS) {
   dpxk::ctcWarp<float, 32>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
+                        status);
+}
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_i32_k2(DPX_CTC_ARGS) {
+  dpxk::ctcWarp<int, 2>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
                         status);
 }
 extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_i32_k4(DPX_CTC_ARGS) {

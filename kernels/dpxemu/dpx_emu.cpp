@@ -198,13 +198,15 @@ int main(int argc, char** argv) {
     // thread (dpx_ctc_warp_*_k<K>).
     const int K = a.size() > 8 ? (int)a[8] : 0;
     if (K > 0) {
-      const int ks[] = {4, 6, 8, 12, 16, 20, 24, 32};
-      const Kernel wf[] = {dpx_ctc_warp_f32_k4,  dpx_ctc_warp_f32_k6,  dpx_ctc_warp_f32_k8,  dpx_ctc_warp_f32_k12,
-                           dpx_ctc_warp_f32_k16, dpx_ctc_warp_f32_k20, dpx_ctc_warp_f32_k24, dpx_ctc_warp_f32_k32};
-      const Kernel wi[] = {dpx_ctc_warp_i32_k4,  dpx_ctc_warp_i32_k6,  dpx_ctc_warp_i32_k8,  dpx_ctc_warp_i32_k12,
-                           dpx_ctc_warp_i32_k16, dpx_ctc_warp_i32_k20, dpx_ctc_warp_i32_k24, dpx_ctc_warp_i32_k32};
+      const int ks[] = {2, 4, 6, 8, 12, 16, 20, 24, 32};
+      const Kernel wf[] = {dpx_ctc_warp_f32_k2,  dpx_ctc_warp_f32_k4,  dpx_ctc_warp_f32_k6,
+                           dpx_ctc_warp_f32_k8,  dpx_ctc_warp_f32_k12, dpx_ctc_warp_f32_k16,
+                           dpx_ctc_warp_f32_k20, dpx_ctc_warp_f32_k24, dpx_ctc_warp_f32_k32};
+      const Kernel wi[] = {dpx_ctc_warp_i32_k2,  dpx_ctc_warp_i32_k4,  dpx_ctc_warp_i32_k6,
+                           dpx_ctc_warp_i32_k8,  dpx_ctc_warp_i32_k12, dpx_ctc_warp_i32_k16,
+                           dpx_ctc_warp_i32_k20, dpx_ctc_warp_i32_k24, dpx_ctc_warp_i32_k32};
       int ki = 0;
-      while (ki < 7 && ks[ki] != K) ++ki;
+      while (ki < 8 && ks[ki] != K) ++ki;
       if (ks[ki] != K || K * bd < maxS) {
         std::fprintf(stderr, "dpx_emu: no warp kernel with K=%d states a thread for S=%lld, %lld threads\n", K, maxS, bd);
         return 2;

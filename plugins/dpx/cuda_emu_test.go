@@ -111,6 +111,7 @@ func TestKernelReplayCTC(t *testing.T) {
 		{"one_pass", 9, 128, 5, []int{90, 70}, []int{50, 30}, 0, false, 0},
 		{"tight", 7, 64, 1, []int{45}, []int{40}, 0, false, 0},
 		{"star_blank_last", 10, 32, 3, []int{70, 50}, []int{25, 12}, 9, true, 0},
+		{"warp/ten_warps_k2", 12, 320, 8, []int{400, 300}, []int{300, 100}, 0, false, 2},
 		{"warp/ragged_k4", 12, 32, 16, []int{60, 17, 1, 40, 2}, []int{20, 8, 0, 19, 1}, 0, false, 4},
 		{"warp/one_warp_k20", 32, 32, 16, []int{400, 333}, []int{300, 150}, 0, false, 20},
 		{"warp/one_warp_k32_c9", 9, 32, 5, []int{340, 250}, []int{250, 120}, 0, false, 32},
@@ -169,8 +170,8 @@ func TestKernelReplayCTC(t *testing.T) {
 				if c.K > 0 {
 					tabs.useWarpLayout(c.K)
 				}
-				// Several warps of dpx_ctc_warp: the float path's pipeline of
-				// warps, then lockstep (bit 16 of frames).
+				// Several warps of dpx_ctc_warp: lockstep, then the float path's
+				// pipeline of warps (bit 16 of frames).
 				modes := []int{0}
 				if c.K > 0 && c.bd > 32 {
 					modes = append(modes, 1<<16)

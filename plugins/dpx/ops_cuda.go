@@ -198,19 +198,19 @@ var ctcPasses = [...]int{1, 2, 4, 6, 8}
 // dpx_ctc_warp kernels (their _k suffixes); ctcWarpBound is each one's
 // launch bound (__launch_bounds__ in dpx.cu: registers for K states).
 var (
-	ctcWarpK     = [...]int{4, 6, 8, 12, 16, 20, 24, 32}
-	ctcWarpBound = [...]int{1024, 1024, 1024, 512, 512, 128, 128, 128}
+	ctcWarpK     = [...]int{2, 4, 6, 8, 12, 16, 20, 24, 32}
+	ctcWarpBound = [...]int{1024, 1024, 1024, 1024, 512, 512, 128, 128, 128}
 )
 
 // Test hooks (benchmarks of the launch shape): the least state passes per
 // thread and the frames per block (< 1 chooses) of dpx_ctc_align; the
 // states per thread and warps of dpx_ctc_warp (< 1 chooses); ctcUseBlock,
-// which forces dpx_ctc_align; and ctcLockstep, which runs dpx_ctc_warp's
-// float path with a barrier every frame instead of its pipeline of warps.
+// which forces dpx_ctc_align; and ctcPipeline, which runs dpx_ctc_warp's
+// float path as a pipeline of warps instead of a barrier every frame.
 var (
 	ctcMinPass, ctcFrames    = 0, 0
 	ctcForceK, ctcWarps      = 0, 0
-	ctcUseBlock, ctcLockstep = false, false
+	ctcUseBlock, ctcPipeline = false, false
 )
 
 func newAlignCUDA(p rt.Params, b *cuda.Backend) (rt.Op, error) {
@@ -324,8 +324,9 @@ func (o *alignCUDA) ctcLaunch(S int) (passes, block, frames int) {
 }
 
 const (
-	ctcWarpFrames = 32 // frames per block of staged emission rows (dpx_ctc_warp: F)
-	ctcWarpTarget = 8  // states per thread the default dpx_ctc_warp launch aims at
+	ctcWarpFrames   = 32 // frames per block of staged emission rows (dpx_ctc_warp: F)
+	ctcWarpTarget   = 6  // states per thread the default dpx_ctc_warp launch aims at
+	ctcWarpMaxWarps = 16 // and its most warps
 )
 
 // ctcWarpShared is dpx_ctc_warp's dynamic shared memory for a largest
@@ -346,11 +347,13 @@ type ctcWarpShape struct{ ki, block, frames int }
 
 // ctcWarpLaunch picks the dpx_ctc_warp launch for a largest trellis of S
 // states over C columns: by default about ctcWarpTarget states a thread
-// (ceil(S/256) warps, the smallest K that covers S with them); ok is false
+// (ceil(S/192) warps, at most 16, and the smallest K that covers S with
+// them: on the H200, 4 warps of 6 states for S = 601 and 16 of 12 for S =
+// 6001 were the fastest measured); ok is false
 // when no kernel covers S or the emission rows of even one frame do not fit
 // shared memory (dpx_ctc_align takes the call then).
 func (o *alignCUDA) ctcWarpLaunch(S, C int) (sh ctcWarpShape, ok bool) {
-	warps := min((S+32*ctcWarpTarget-1)/(32*ctcWarpTarget), 32)
+	warps := min((S+32*ctcWarpTarget-1)/(32*ctcWarpTarget), ctcWarpMaxWarps)
 	if ctcWarps > 0 {
 		warps = ctcWarps
 	}
@@ -572,8 +575,8 @@ func (o *alignCUDA) launch(sc *scratch, c *ctcCall, ali, fs, score *rt.Tensor) (
 	if c.warp {
 		k, block, frames = o.w[pr][c.wsh.ki], c.wsh.block, c.wsh.frames
 		shared = ctcWarpShared(c.tabs.maxS, c.C, frames, ctcWarpK[c.wsh.ki])
-		if ctcLockstep {
-			frames |= 1 << 16 // the kernel's lockstep flag
+		if ctcPipeline {
+			frames |= 1 << 16 // the kernel's pipeline flag
 		}
 	} else {
 		var passes int

@@ -83,26 +83,27 @@ type ctcKernel struct {
 	name     string
 	block    bool // dpx_ctc_align
 	k, warps int  // dpx_ctc_warp: states a thread, warps (0: chosen)
-	lockstep bool // dpx_ctc_warp's float path with a barrier every frame
+	pipeline bool // dpx_ctc_warp's float path as a pipeline of warps
 }
 
 // ctcKernels are the choices the parity tests run: the default, the block
 // kernel, and the register-resident one with one warp and with several
-// (pipelined and in lockstep).
+// (in lockstep and pipelined).
 var ctcKernels = []ctcKernel{
 	{name: "default"},
 	{name: "block", block: true},
 	{name: "warp_k32x1", k: 32, warps: 1},
 	{name: "warp_k6x4", k: 6, warps: 4},
-	{name: "lockstep_k6x4", k: 6, warps: 4, lockstep: true},
+	{name: "pipeline_k6x4", k: 6, warps: 4, pipeline: true},
+	{name: "warp_k2x10", k: 2, warps: 10},
 }
 
 // use sets the hooks for k until the test ends.
 func (k ctcKernel) use(tb testing.TB) {
 	old := []int{ctcForceK, ctcWarps}
-	oldBlock, oldLock := ctcUseBlock, ctcLockstep
-	tb.Cleanup(func() { ctcForceK, ctcWarps, ctcUseBlock, ctcLockstep = old[0], old[1], oldBlock, oldLock })
-	ctcForceK, ctcWarps, ctcUseBlock, ctcLockstep = k.k, k.warps, k.block, k.lockstep
+	oldBlock, oldPipe := ctcUseBlock, ctcPipeline
+	tb.Cleanup(func() { ctcForceK, ctcWarps, ctcUseBlock, ctcPipeline = old[0], old[1], oldBlock, oldPipe })
+	ctcForceK, ctcWarps, ctcUseBlock, ctcPipeline = k.k, k.warps, k.block, k.pipeline
 }
 
 // TestCUDAAlignGolden: every torchaudio golden, both precisions, every
@@ -488,28 +489,28 @@ func BenchmarkCUDAAlignShape(b *testing.B) {
 	be := cudatest.Backend(b)
 	r := rand.New(rand.NewPCG(8, 9))
 	defer func(p, f, k, w int, bl, ls bool) {
-		ctcMinPass, ctcFrames, ctcForceK, ctcWarps, ctcUseBlock, ctcLockstep = p, f, k, w, bl, ls
-	}(ctcMinPass, ctcFrames, ctcForceK, ctcWarps, ctcUseBlock, ctcLockstep)
+		ctcMinPass, ctcFrames, ctcForceK, ctcWarps, ctcUseBlock, ctcPipeline = p, f, k, w, bl, ls
+	}(ctcMinPass, ctcFrames, ctcForceK, ctcWarps, ctcUseBlock, ctcPipeline)
 	// kernel: "block" (dpx_ctc_align: pass, frames), "warp" (dpx_ctc_warp:
-	// k states a thread, warps, frames) or "lockstep" (dpx_ctc_warp with a
-	// barrier every frame); 0 = the launcher's choice.
+	// k states a thread, warps, frames) or "pipe" (dpx_ctc_warp's float path
+	// as a pipeline of warps); 0 = the launcher's choice.
 	type shape struct {
 		kernel                 string
 		pass, k, warps, frames int
 	}
 	blk := func(pass, frames int) shape { return shape{"block", pass, 0, 0, frames} }
 	wrp := func(k, warps, frames int) shape { return shape{"warp", 0, k, warps, frames} }
-	lck := func(k, warps int) shape { return shape{"lockstep", 0, k, warps, 0} }
+	pip := func(k, warps int) shape { return shape{"pipe", 0, k, warps, 0} }
 	for _, sh := range []struct {
 		B, T, L int
 		shapes  []shape
 	}{
-		{1, 1500, 300, []shape{blk(0, 0), wrp(0, 0, 0), wrp(20, 1, 0), wrp(24, 1, 0), wrp(12, 2, 0), lck(12, 2),
-			wrp(8, 3, 0), lck(8, 3), wrp(6, 4, 0), lck(6, 4), wrp(4, 5, 0), lck(4, 5), wrp(8, 3, 16), wrp(8, 3, 64),
-			wrp(20, 1, 64)}},
-		{1, 3000, 300, []shape{wrp(0, 0, 0), wrp(20, 1, 0), wrp(6, 4, 0)}},
-		{64, 1500, 300, []shape{blk(0, 0), wrp(0, 0, 0), wrp(20, 1, 0), wrp(12, 2, 0), wrp(6, 4, 0)}},
-		{1, 15000, 3000, []shape{blk(0, 0), wrp(0, 0, 0), lck(8, 24), wrp(6, 32, 0), wrp(12, 16, 0), wrp(16, 12, 0)}},
+		{1, 1500, 300, []shape{blk(0, 0), wrp(0, 0, 0), wrp(2, 10, 0), pip(2, 10), wrp(4, 5, 0), wrp(6, 4, 0), pip(6, 4),
+			wrp(8, 3, 0), wrp(12, 2, 0), wrp(20, 1, 0), wrp(0, 0, 16), wrp(0, 0, 64)}},
+		{1, 3000, 300, []shape{wrp(0, 0, 0), wrp(2, 10, 0), wrp(20, 1, 0)}},
+		{64, 1500, 300, []shape{blk(0, 0), wrp(0, 0, 0), wrp(20, 1, 0), wrp(2, 10, 0)}},
+		{1, 15000, 3000, []shape{blk(0, 0), wrp(0, 0, 0), pip(12, 16), wrp(8, 24, 0), pip(8, 24), wrp(16, 12, 0),
+			wrp(6, 32, 0)}},
 	} {
 		Ts, Ls := make([]int, sh.B), make([]int, sh.B)
 		for i := range sh.B {
@@ -526,7 +527,7 @@ func BenchmarkCUDAAlignShape(b *testing.B) {
 		for _, c := range sh.shapes {
 			for _, pr := range precisions {
 				ctcMinPass, ctcFrames, ctcForceK, ctcWarps = c.pass, c.frames, c.k, c.warps
-				ctcUseBlock, ctcLockstep = c.kernel == "block", c.kernel == "lockstep"
+				ctcUseBlock, ctcPipeline = c.kernel == "block", c.kernel == "pipe"
 				name := fmt.Sprintf("B=%d,T=%d,L=%d/%s,pass=%d,k=%d,warps=%d,frames=%d/%s", sh.B, sh.T, sh.L, c.kernel, c.pass, c.k, c.warps, c.frames, pr)
 				b.Run(name, func(b *testing.B) {
 					inst, err := rt.New("ctc_align", map[string]any{"precision": pr}, be)
