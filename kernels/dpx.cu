@@ -682,8 +682,9 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
   // ring slot rIdx, waiting for its tag t-1 only before the two lowest
   // states, which are computed last. The state below that is only read by
   // a skip, which never enters a blank (j = 0).
-  auto frame = [&](int t, const V* e, unsigned* dst, int rIdx, auto masked) {
-    const V left = pipe ? neg : xtop[((t - 1) & 1) * 64 + warp];
+  auto frame = [&](int t, const V* e, unsigned* dst, int rIdx, auto masked, auto piped) {
+    constexpr bool kPipe = decltype(piped)::value;
+    const V left = kPipe ? neg : xtop[((t - 1) & 1) * 64 + warp];
     V p1 = __shfl_up_sync(kFull, v[K - 1], 1);
     p1 = lane == 0 ? left : p1;
     const V eb = e[blank];
@@ -696,7 +697,7 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
 #pragma unroll
     for (int j = K - 1; j >= 0; --j) {
       if constexpr (!L::kInt) {
-        if (j == 1 && pipe && lane == 0 && warp > 0) {
+        if (kPipe && j == 1 && lane == 0 && warp > 0) {
           // The slot's address depends (never in value: states are never
           // NaN) on the new states K-1..2, so the compiler keeps their work
           // before the wait.
@@ -754,10 +755,18 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
       if constexpr (L::kInt) {
         if (nw > 1) m = rowMax32(wmax + ((t - 1) & 1) * 32);
       }
-      if (t >= tLo)
-        frame(t, e, dst, rIdx, Flag<true>{});
-      else
-        frame(t, e, dst, rIdx, Flag<false>{});
+      // Four specialisations: window test or not, pipeline or not.
+      if (pipe) {
+        if (t >= tLo)
+          frame(t, e, dst, rIdx, Flag<true>{}, Flag<!L::kInt>{});
+        else
+          frame(t, e, dst, rIdx, Flag<false>{}, Flag<!L::kInt>{});
+      } else {
+        if (t >= tLo)
+          frame(t, e, dst, rIdx, Flag<true>{}, Flag<false>{});
+        else
+          frame(t, e, dst, rIdx, Flag<false>{}, Flag<false>{});
+      }
       if constexpr (L::kInt) {
         const int wm = warpMax(laneMax());
         if (nw == 1)
