@@ -54,14 +54,6 @@ constexpr int kStatWarps = 8;  // warps per block of fbank_stats (256 threads)
 #define FBANK_MEL_TC 0
 #endif
 
-// FBANK_DIRECT=1: each warp writes its 4 frames' rows straight from the
-// mel stage to out (and keeps its own per-feature sums), so the step loop
-// has no block barrier; 0: the block stages a step's rows in shared memory
-// and writes them with float4 stores. The tensor-core mel always stages.
-#if !defined(FBANK_DIRECT) || FBANK_MEL_TC
-#undef FBANK_DIRECT
-#define FBANK_DIRECT 0
-#endif
 
 // Item geometry, one row of 3 long longs per item, computed on the host by
 // plugins/fbank's Config.geometry.
@@ -300,11 +292,6 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
   const long long F = (long long)R * steps;
   float2* T = smem + warp * fbank::kGroups * Fr::S;  // the warp's 4 frame buffers
   double* acc = reinterpret_cast<double*>(smem + W * fbank::kGroups * Fr::S);  // Σy, Σy² per feature
-#if FBANK_DIRECT
-  // FBANK_DIRECT: each warp's (Σy, Σy²) per feature, over acc and the stage
-  // (the warps write their rows straight to out; no stage).
-  double2* const accw = reinterpret_cast<double2*>(acc);
-#endif
   float* stage = reinterpret_cast<float*>(acc + (stats == kStatsMoments ? 2 * M : 0));
   const long long t0 = x * F;
   // The filterbank's shared copy (when shared_w > 0); mel4 is called with
@@ -312,52 +299,37 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
   Band* const sb = reinterpret_cast<Band*>(stage + R * pitch);
   float* const sw = reinterpret_cast<float*>(sb + M);
   if (shared_w > 0) {
+    // Loads 8 at a time before their stores (a dependent load-store loop
+    // waited a memory latency a word: 2-3% of the kernel).
     for (int i = threadIdx.x; i < M; i += threads) sb[i] = bands[i];
-    for (int i = threadIdx.x; i < shared_w; i += threads) sw[i] = weights[i];
+    constexpr int kU = 8;
+    for (int i0 = threadIdx.x; i0 < shared_w; i0 += kU * threads) {
+      float v[kU];
+#pragma unroll
+      for (int u = 0; u < kU; u++) v[u] = i0 + u * threads < shared_w ? weights[i0 + u * threads] : 0.f;
+#pragma unroll
+      for (int u = 0; u < kU; u++) {
+        if (i0 + u * threads < shared_w) sw[i0 + u * threads] = v[u];
+      }
+    }
   }
   if (stats == kStatsMoments) {
     for (int i = threadIdx.x; i < 2 * M; i += threads) acc[i] = 0;
-#if FBANK_DIRECT
-    for (int i = threadIdx.x; i < W * M; i += threads) accw[i] = make_double2(0, 0);
-#endif
   }
   __syncthreads();
   const Item it = items[b];
   const float* row = pcm + b * pcm_stride;
   // Whisper (kStatsMax) stores (y + 4)/4 and its normalisation is then only
   // the clamp at the item's floor (norm1).
-  const fbank::LogMel lg{(float)guard, (float)floor_, (float)scale, stats == kStatsMax ? 0.25f : 1.f,
-                         stats == kStatsMax ? 1.f : 0.f};
+  const fbank::LogMel lg{(float)guard, fmaxf((float)floor_, 1.17549435e-38f), (float)scale,
+                         stats == kStatsMax ? 0.25f : 1.f, stats == kStatsMax ? 1.f : 0.f};
   const float2* win2 = reinterpret_cast<const float2*>(window);
-#if FBANK_DIRECT
-  // store4 writes v[i] to frames tw + i < frames (tw = the warp's first
-  // frame of the step) of feature m of item b, in the layout: mel_time one
-  // float4 when frames is a multiple of 4 (tw is); time_mel 4 rows (the
-  // warp's lanes, consecutive m, write 128 contiguous bytes a row).
-  long long tw = 0;
-  auto store4 = [&](int m, const float* v) {
-    if (layout == 0) {
-      float* d = out + (b * M + m) * frames + tw;
-      if (frames % 4 == 0) {
-        *reinterpret_cast<float4*>(d) = make_float4(v[0], v[1], v[2], v[3]);
-      } else {
-        for (int i = 0; i < fbank::kGroups && tw + i < frames; i++) d[i] = v[i];
-      }
-    } else {
-      float* d = out + (b * frames + tw) * M + m;
-      for (int i = 0; i < fbank::kGroups && tw + i < frames; i++) d[i * M] = v[i];
-    }
-  };
-#endif
 
   float mx = -INFINITY, mn = INFINITY;
   for (int st = 0; st < steps; st++) {
     const long long ts = t0 + (long long)st * R;  // the step's first frame
     if (ts >= frames) break;                         // block-uniform
     const int r0 = warp * fbank::kGroups;           // the warp's first staged row
-#if FBANK_DIRECT
-    tw = ts + r0;
-#endif
     const int nact = (int)min((long long)fbank::kGroups, max(0LL, it.computed - (ts + r0)));
     if (nact > 0) {  // warp-uniform
       __syncwarp();    // every lane is done with the previous step's power rows (mel4) before they are overwritten
@@ -407,29 +379,23 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
       const float* P = reinterpret_cast<const float*>(T);
       // The warp's 4 frames of feature m: the computed ones' values (their
       // maximum and minimum y), zeros past computed.
+      float* const st0 = stage + r0 * pitch;
       auto emit = [&](int m, const float* y) {
-        float v[fbank::kGroups];
-#pragma unroll
-        for (int i = 0; i < fbank::kGroups; i++) {
-          v[i] = i < nact ? fmaf(y[i], lg.a, lg.c) : 0.f;
-          if (i < nact) mx = fmaxf(mx, y[i]), mn = fminf(mn, y[i]);
-        }
-#if FBANK_DIRECT
-        store4(m, v);
-        if (stats == kStatsMoments) {
-          double2 a = accw[warp * M + m];
+        if (nact == fbank::kGroups) {  // warp-uniform: the common case, no predicates
 #pragma unroll
           for (int i = 0; i < fbank::kGroups; i++) {
-            if (i < nact) a.x += v[i], a.y = fma((double)v[i], (double)v[i], a.y);
+            st0[i * pitch + m] = fmaf(y[i], lg.a, lg.c);
+            mx = fmaxf(mx, y[i]), mn = fminf(mn, y[i]);
           }
-          accw[warp * M + m] = a;
+          return;
         }
-#else
 #pragma unroll
         for (int i = 0; i < fbank::kGroups; i++) {
-          if (i < nact) stage[(r0 + i) * pitch + m] = v[i];
+          if (i < nact) {
+            st0[i * pitch + m] = fmaf(y[i], lg.a, lg.c);
+            mx = fmaxf(mx, y[i]), mn = fminf(mn, y[i]);
+          }
         }
-#endif
       };
       if (shared_w > 0) {
         fbank::mel4(P, sb, sw, M, lg, lane, emit);
@@ -437,14 +403,7 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
         fbank::mel4(P, bands, weights, M, lg, lane, emit);
       }
     }
-#if FBANK_DIRECT
-    else if (ts + r0 < frames) {  // no computed frame: zeros
-      const float z[fbank::kGroups] = {0.f, 0.f, 0.f, 0.f};
-      for (int m = lane; m < M; m += kWarp) store4(m, z);
-    }
 #endif
-#endif
-#if !FBANK_DIRECT
     __syncthreads();  // the step's rows are staged; the frame buffers are free again
 
     // Write the step's rows [ts, ts + rows) in the output layout.
@@ -457,12 +416,14 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
       // conflict-free.
       const int r = 4 * (threadIdx.x % W);
       if (r < rows) {
-        float* dst = out + b * M * frames + ts + r;
+        // Indexed from a float4 pointer (a float* plus an offset was stored
+        // as 4 floats): frames, ts and r are multiples of 4.
+        float4* dst = reinterpret_cast<float4*>(out) + (b * M * frames + ts + r) / 4;
+        const int rowq = (int)(frames / 4);
         for (int m = threadIdx.x / W; m < M; m += kWarp) {
           const float* s = stage + r * pitch + m;
-          *reinterpret_cast<float4*>(dst + m * frames) =
-              make_float4(r < comp ? s[0] : 0.f, r + 1 < comp ? s[pitch] : 0.f, r + 2 < comp ? s[2 * pitch] : 0.f,
-                          r + 3 < comp ? s[3 * pitch] : 0.f);
+          dst[m * rowq] = make_float4(r < comp ? s[0] : 0.f, r + 1 < comp ? s[pitch] : 0.f,
+                                      r + 2 < comp ? s[2 * pitch] : 0.f, r + 3 < comp ? s[3 * pitch] : 0.f);
         }
       }
     } else if (layout != 0 && M % 4 == 0) {
@@ -507,7 +468,6 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
       }
     }
     __syncthreads();  // the stage is free for the next step
-#endif
   }
 
   // The block's partial statistics over its computed frames.
@@ -526,17 +486,7 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
     }
   } else if (stats == kStatsMoments) {
     double* p = static_cast<double*>(partial) + (b * G + x) * M * 2;
-#if FBANK_DIRECT
-    __syncthreads();  // every warp's sums
-    for (int m = threadIdx.x; m < M; m += threads) {
-      double s1 = 0, s2 = 0;
-      for (int w = 0; w < W; w++) s1 += accw[w * M + m].x, s2 += accw[w * M + m].y;
-      p[2 * m] = s1;
-      p[2 * m + 1] = s2;
-    }
-#else
     for (int i = threadIdx.x; i < 2 * M; i += threads) p[i] = acc[i];  // after the step loop's barrier
-#endif
   }
   if (tickets != nullptr) finish_item(tl, tickets, partial, stats, M, it.computed, clamp, eps, result, ready, epoch);
 }
@@ -712,7 +662,8 @@ extern "C" __global__ void __launch_bounds__(256) fbank_normalize(float* out, co
       double floor_, double scale, long long layout, long long steps, float *out, void *partial,               \
       long long stats, unsigned long long *bad, const float4 *mel_frag, const int4 *mel_tiles,                 \
       unsigned long long *tickets, double clamp, double eps, void *result, long long fused,                     \
-      unsigned long long *counters, long long *ready, long long epoch, long long tile, double fixed_floor
+      unsigned long long *counters, long long *ready, long long epoch, long long tile, double fixed_floor,    \
+      long long lag
 // The arguments logmel takes (after its tile).
 #define FBANK_LOGMEL_PASS                                                                                     \
   pcm, pcm_stride, items, window, twN, colTw, bands, weights, shared_w, n_mels, frames, hop, pad, reflect,    \
@@ -721,21 +672,25 @@ extern "C" __global__ void __launch_bounds__(256) fbank_normalize(float* out, co
 #define FBANK_LOGMEL_CALL                                                                                     \
   pcm, pcm_stride, items, window, twN, colTw, bands, weights, shared_w, n_mels, frames, hop, pad, reflect,    \
       preemph, guard, floor_, scale, layout, steps, out, partial, stats, bad, mel_frag, mel_tiles, tickets,    \
-      clamp, eps, result, fused, counters, ready, epoch, tile, fixed_floor
+      clamp, eps, result, fused, counters, ready, epoch, tile, fixed_floor, lag
 
 namespace {
 
 // entry runs block (blockIdx.x, blockIdx.y) of fbank_logmel_n{N}:
 //   fused = 0: grid (G, B), the block is tile (x, b) (logmel);
-//   fused = 1: grid (G, 2·B), G·B transform tiles and then G·B
-//     normalisation tiles (normalize_tile), handed out in the order blocks
-//     start (counters[0], a ticket): a normalisation tile waits for its
-//     item (ready[b] == epoch, set by the item's last transform tile), and
-//     every transform tile was handed to a block that started before it,
-//     so the wait ends; the tiles of the items done first overlap the
-//     transforms still running, and the separate normalize launch goes.
-//     counters[1] counts finished blocks; the last one resets both (0 at
-//     the next launch). Needs tickets (the in-kernel statistics).
+//   fused = 1: grid (G, 2·B): G·B transform tiles T(b, x) and G·B
+//     normalisation tiles N(b, x) (normalize_tile), handed out in the order
+//     blocks start (counters[0], a ticket) in this sequence, L = min(lag, B):
+//     T(0..L-1); then for s = L..B-1: T(s), N(s-L); then N(B-L..B-1) (each
+//     item's G tiles in x order). A normalisation tile waits for its item
+//     (ready[b] == epoch, set by the item's last transform tile); every
+//     transform tile of that item was handed to a block that started before
+//     it, so the wait ends. With the lag about the items in flight, the
+//     normalisation of the items done first runs among the transforms
+//     still going (its memory traffic under their arithmetic) and the
+//     separate normalize launch goes. counters[1] counts finished blocks;
+//     the last one resets both (0 at the next launch). Needs tickets (the
+//     in-kernel statistics).
 template <int N>
 __device__ void entry(FBANK_LOGMEL_ARGS) {
   if (!fused) {
@@ -745,18 +700,28 @@ __device__ void entry(FBANK_LOGMEL_ARGS) {
   __shared__ unsigned long long id;
   if (threadIdx.x == 0) id = atomicAdd(counters, 1ull);
   __syncthreads();
-  const long long G = gridDim.x, B = gridDim.y / 2, GB = G * B;
-  if (id < (unsigned long long)GB) {
-    logmel<N>(Tile{(long long)id % G, (long long)id / G, G, B}, FBANK_LOGMEL_PASS);
+  const long long G = gridDim.x, B = gridDim.y / 2, L = min(lag, B);
+  long long k = (long long)id, item, norm;  // the tile's item, and whether it normalises
+  if (k < L * G) {
+    item = k / G, norm = 0;
+  } else if ((k -= L * G) < (B - L) * 2 * G) {
+    const long long s = L + k / (2 * G);
+    norm = k % (2 * G) >= G, item = norm ? s - L : s;
+    k = k % (2 * G) - (norm ? G : 0);
   } else {
-    const long long k = (long long)id - GB;
+    k -= (B - L) * 2 * G;
+    item = B - L + k / G, norm = 1;
+  }
+  const Tile tl{k % G, item, G, B};
+  if (!norm) {
+    logmel<N>(tl, FBANK_LOGMEL_PASS);
+  } else {
     extern __shared__ float2 smem[];
-    normalize_tile(Tile{k % G, k / G, G, B}, out, items, n_mels, frames, layout, stats, tile,
-                   static_cast<const float*>(partial), fixed_floor, result, reinterpret_cast<float*>(smem), ready,
-                   epoch);
+    normalize_tile(tl, out, items, n_mels, frames, layout, stats, tile, static_cast<const float*>(partial),
+                   fixed_floor, result, reinterpret_cast<float*>(smem), ready, epoch);
   }
   __syncthreads();
-  if (threadIdx.x == 0 && atomicAdd(counters + 1, 1ull) == (unsigned long long)(2 * GB - 1)) {
+  if (threadIdx.x == 0 && atomicAdd(counters + 1, 1ull) == (unsigned long long)(2 * G * B - 1)) {
     counters[0] = 0;
     counters[1] = 0;
   }

@@ -100,9 +100,10 @@ func BenchmarkCUDAFbank(b *testing.B) {
 
 // BenchmarkCUDAFbankGeometry times the queued work of a batch of 64 and of
 // one 30 s clip (dev-us/op, as BenchmarkCUDAFbank) for launch geometries of
-// fbank_logmel (warps per block, steps of 4 frames per warp), and for the
-// default shape with the normalisation in fbank_logmel (/fused) and, for
-// Parakeet, with the fbank_stats launch (/stats).
+// fbank_logmel (warps per block, steps of 4 frames per warp) with the op's
+// choice of launches (knobsFor), and for the default shape each way: the
+// normalisation in fbank_logmel (/fused), the fbank_normalize launch
+// (/separate) and, for Parakeet, the fbank_stats launch (/stats).
 //
 //	plugins_fbank.test -test.run '^$' -test.bench CUDAFbankGeometry -test.benchtime 100x
 func BenchmarkCUDAFbankGeometry(b *testing.B) {
@@ -137,18 +138,19 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 				b.Fatal(err)
 			}
 			type variant struct {
-				g                  launchGeom
-				fused, statsKernel bool
-				suffix             string
+				g      launchGeom
+				knobs  *launchKnobs // nil: the op's choice
+				suffix string
 			}
 			var variants []variant
 			for _, g := range shapes[batch] {
-				variants = append(variants, variant{g, false, false, ""})
+				variants = append(variants, variant{g, nil, ""})
 			}
 			def := op.geometryFor(batch, frames)
-			variants = append(variants, variant{def, true, false, "/fused"})
+			variants = append(variants, variant{def, &launchKnobs{fused: true}, "/fused"},
+				variant{def, &launchKnobs{}, "/separate"})
 			if preset == "parakeet-128" {
-				variants = append(variants, variant{def, false, true, "/stats"})
+				variants = append(variants, variant{def, &launchKnobs{statsKernel: true}, "/stats"})
 			}
 			for _, v := range variants {
 				g := v.g
@@ -156,7 +158,7 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 					continue
 				}
 				b.Run(fmt.Sprintf("%s/B%d/w%ds%d%s", preset, batch, g.warps, g.steps, v.suffix), func(b *testing.B) {
-					op.fixed, op.fused, op.statsKernel = g, v.fused, v.statsKernel
+					op.fixed, op.knobs = g, v.knobs
 					enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames) // warm-up
 					var devTime time.Duration
 					for b.Loop() {
@@ -228,7 +230,7 @@ func BenchmarkCUDAFbankClamp(b *testing.B) {
 				suffix = "/fused"
 			}
 			b.Run(fmt.Sprintf("%s/B%d/%s%s", preset, batch, name, suffix), func(b *testing.B) {
-				op.fused = fused
+				op.knobs = &launchKnobs{fused: fused}
 				enqueueTime(b, be, op, pcmPtr, int64(len(clip)), items, feats, frames) // warm-up
 				var devTime time.Duration
 				for b.Loop() {

@@ -392,7 +392,7 @@ func TestCUDARepeatedRuns(t *testing.T) {
 		for _, fused := range []bool{false, true} {
 			cfg := map[string]any{"preset": preset}
 			o := cudaOpOf(t, cfg, be)
-			o.fused = fused
+			o.knobs = &launchKnobs{fused: fused}
 			run := func(clips ...[]float32) (runtime.Tensors, error) {
 				in := batchInput(clips)
 				dev, err := be.Upload(in["pcm"])
@@ -423,8 +423,9 @@ func TestCUDARepeatedRuns(t *testing.T) {
 }
 
 // TestCUDALaunchGeometry: the default block shape fits in the shared memory
-// the op opted in to, with the filterbank, for the presets, a batch gets 8 steps of 4
-// frames a warp and a single clip 1 (to spread over the GPU).
+// the op opted in to, with the filterbank, for the presets, a batch gets 8
+// steps of 4 frames a warp and a single clip 1 (to spread over the GPU), and
+// the launches each gets (knobsFor).
 func TestCUDALaunchGeometry(t *testing.T) {
 	be := cudatest.Backend(t)
 	for _, preset := range []string{"whisper-80", "whisper-128", "parakeet-80", "parakeet-128", "nemo-legacy-128"} {
@@ -435,6 +436,10 @@ func TestCUDALaunchGeometry(t *testing.T) {
 			assert.Equal(t, launchGeom{cudaWarps, 8}, op.geometryFor(64, 3000))
 			assert.Equal(t, launchGeom{cudaWarps, 2}, op.geometryFor(8, 3000))
 			assert.Equal(t, launchGeom{cudaWarps, 1}, op.geometryFor(1, 3000))
+			// 64 x 30 s: fused, in-kernel statistics; one 30 s clip (188
+			// tiles): the separate launches.
+			assert.Equal(t, launchKnobs{fused: true}, op.knobsFor(64, ceilDiv(3000, launchGeom{cudaWarps, 8}.frames())))
+			assert.Equal(t, launchKnobs{statsKernel: true}, op.knobsFor(1, ceilDiv(3000, launchGeom{cudaWarps, 1}.frames())))
 		})
 	}
 }
@@ -475,7 +480,7 @@ func TestCUDAParityGeometry(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				gpu := func() (*runtime.Tensor, []int64) {
 					o := cudaOpOf(t, cfg, be)
-					o.fixed, o.fused, o.statsKernel = g, tc.fused, tc.statsKernel
+					o.fixed, o.knobs = g, &launchKnobs{tc.fused, tc.statsKernel}
 					in := batchInput(clips)
 					dev, err := be.Upload(in["pcm"])
 					require.NoError(t, err)

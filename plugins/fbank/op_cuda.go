@@ -30,6 +30,16 @@ const (
 	cudaModule    = "edge"
 )
 
+// launchKnobs are the two ways of running the statistics and the
+// normalisation:
+//   - fused: fbank_logmel normalises the tiles itself (its normalisation
+//     tiles among its transform tiles, one launch) instead of the
+//     fbank_normalize launch; it needs the in-kernel statistics;
+//   - statsKernel: Parakeet's per-feature moments by the fbank_stats launch
+//     instead of fbank_logmel's last block of each item (which reduces the
+//     item's G partials alone: slow when G is large, a long single clip).
+type launchKnobs struct{ fused, statsKernel bool }
+
 // launchGeom is fbank_logmel's block shape: warps per block (1, 2, 4 or 8) and
 // steps, the rounds of 4 frames a warp does; a block owns
 // cudaGroups·warps·steps consecutive frames.
@@ -69,13 +79,9 @@ type cudaOp struct {
 	// the launch geometry (benchmarks).
 	sharedLimit int
 	fixed       launchGeom
-	// statsKernel (benchmarks): Parakeet's per-feature moments by the
-	// fbank_stats launch instead of fbank_logmel's last block of each item.
-	statsKernel bool
-	// fused: fbank_logmel normalises the tiles itself (its normalisation
-	// tiles follow the transform tiles in one launch) instead of the
-	// fbank_normalize launch; it needs the in-kernel statistics.
-	fused bool
+	// knobs, when set (benchmarks), override the choices of plan: the
+	// fused launch and the fbank_stats launch.
+	knobs *launchKnobs
 	// epoch counts the launches; fbank_logmel's normalisation tiles wait
 	// for their item's statistics of this launch (ready[b] == epoch).
 	epoch int64
@@ -462,14 +468,18 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 		return 0, err
 	}
 	result := partial.Ptr() + cuda.DevicePtr(partialBytes)
-	reduce := (o.statsMode == statsMax && math.IsNaN(o.fixedFloor)) || (o.statsMode == statsMoments && !o.statsKernel)
+	kn := o.knobsFor(batch, groups)
+	reduce := (o.statsMode == statsMax && math.IsNaN(o.fixedFloor)) || (o.statsMode == statsMoments && !kn.statsKernel)
 	if !reduce {
 		tickets = 0
 	}
-	fused, gridY := 0, batch // fused: G·B transform tiles, then G·B normalisation tiles
-	if reduce && o.fused && 2*batch <= math.MaxUint16 {
+	fused, gridY := 0, batch // fused: G·B transform tiles and G·B normalisation tiles
+	if reduce && kn.fused && 2*batch <= math.MaxUint16 {
 		fused, gridY = 1, 2*batch
 	}
+	// The normalisation tiles of item b follow the transform tiles of item
+	// b + lag: about the items in flight (4 blocks an SM), plus one.
+	lag := ceilDiv(4*o.sms, groups) + 1
 	o.epoch++
 	reflect := 0
 	if c.PadMode == PadReflect {
@@ -482,7 +492,7 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	args := []any{pcm, stride, itemsBuf, o.window, o.twiddle, o.colTw, o.bands, o.weights, o.sharedW, c.NumMels, frames,
 		c.HopLength, o.fe.pad, reflect, c.PreEmphasis, o.guard, o.floor, o.lg2, layout, geom.steps,
 		out, partial, o.statsMode, bad, o.melFrag, o.melTiles, tickets, clampRange, stdEpsilon, result,
-		fused, ptrs.counters, ptrs.ready, o.epoch, geom.frames(), o.fixedFloor}
+		fused, ptrs.counters, ptrs.ready, o.epoch, geom.frames(), o.fixedFloor, lag}
 	block := cuda.Dim3{X: 32 * geom.warps, Y: 1, Z: 1}
 	err = o.logmel.Launch(cuda.Dim3{X: groups, Y: gridY, Z: 1}, block, o.shared(geom), args...)
 	if err != nil || o.statsMode == statsNone || fused == 1 {
@@ -505,6 +515,17 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 		return 0, err
 	}
 	return bad, nil
+}
+
+// knobsFor picks the launches for a batch of G tiles an item: fused when
+// the grid is at least two waves of blocks (4 an SM; measured faster for
+// 64 x 30 s, slower for one clip); the fbank_stats launch for Parakeet when
+// G > 64 (one 30 s clip: 188 tiles; the in-kernel reduction was slower).
+func (o *cudaOp) knobsFor(batch, groups int) launchKnobs {
+	if o.knobs != nil {
+		return *o.knobs
+	}
+	return launchKnobs{fused: batch*groups >= 8*o.sms, statsKernel: groups > 64}
 }
 
 // geometryFor picks fbank_logmel's block shape: 4 warps, and 8, 4 or 2 steps
