@@ -298,6 +298,7 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
   // these pointers directly so that its loads compile to LDS, not generic.
   Band* const sb = reinterpret_cast<Band*>(stage + R * pitch);
   float* const sw = reinterpret_cast<float*>(sb + M);
+  const Item it = items[b];  // first: its latency hides under the copies below
   if (shared_w > 0) {
     // Loads 8 at a time before their stores (a dependent load-store loop
     // waited a memory latency a word: 2-3% of the kernel).
@@ -317,7 +318,6 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
     for (int i = threadIdx.x; i < 2 * M; i += threads) acc[i] = 0;
   }
   __syncthreads();
-  const Item it = items[b];
   const float* row = pcm + b * pcm_stride;
   // Whisper (kStatsMax) stores (y + 4)/4 and its normalisation is then only
   // the clamp at the item's floor (norm1).
