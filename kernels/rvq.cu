@@ -381,9 +381,7 @@ struct Best {
   }
   __device__ __forceinline__ void add(float s, int e) {
     const float sp = __int_as_float((__float_as_int(s) & ~0xFFF) | e);
-#if !defined(RVQ_DIAG_CHEAP_FOLD)
     b2 = fminf(b2, fmaxf(sp, b1));
-#endif
     b1 = fminf(b1, sp);
   }
   __device__ __forceinline__ void merge(float o1, float o2, int) {
@@ -692,11 +690,13 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
         // pipe.cons + KC - 1) into d, one commit group.
         auto issueTile = [&](float (&d)[C::MT][C::NT][4]) {
           fenceAcc(d);  // the last fold's reads of d stay before the wgmma
-          wgFence();
           for (int kc = 0; kc < KC; kc++) {
             const int s = pipe.cons % S;
             mbarWait(fullA + 8 * s, (pipe.cons / S) & 1);
             const uint32_t a0 = aW + kc * (BM * 128), b0 = ringAddr + s * C::kSlotB;
+            // A fence after every wait (a divergent spin loop): without it
+            // ptxas inserts its own and serialises the wgmma (C7520).
+            wgFence();
 #pragma unroll
             for (int ks = 0; ks < kBK / 16; ks++)
               wgmmaTile<BN>(d[0], wgDesc(a0 + ks * 32), wgDesc(b0 + ks * 32), (kc | ks) != 0);
@@ -708,40 +708,10 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
         // whose first load was first, then releases its KC slots.
         auto foldTile = [&](float (&d)[C::MT][C::NT][4], int nt, int first) {
           fenceAcc(d);  // the reads below stay after the wait
-#if defined(RVQ_AW_PREFETCH)
-          // (experiment: one tile before the stage end, pull the current
-          // winners' codeword rows and the residual rows into L1 for the
-          // update; the winner rarely changes in the last tile)
-          if (nt == ntiles - 2) {
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-              float b1 = best[0][h][0].b1;
-#pragma unroll
-              for (int g = 1; g < kG; g++) b1 = fminf(b1, best[0][h][g].b1);
-              b1 = fminf(b1, __shfl_xor_sync(kFull, b1, 1));
-              b1 = fminf(b1, __shfl_xor_sync(kFull, b1, 2));
-              const int r = wm * (BM / WM) + h * 8 + (lane >> 2);
-              const char* cw = reinterpret_cast<const char*>(p.words + (size_t(off) + (__float_as_int(b1) & 0xFFF)) * Dp);
-              for (int l = lane & 3; l < Dp * 2 / 128; l += 4) asm volatile("prefetch.global.L1 [%0];\n" ::"l"(cw + l * 128));
-              if constexpr (!RS)
-                if (row0 + r < p.rows)
-                  for (int l = lane & 3; l < Dp * 4 / 128; l += 4)
-                    asm volatile("prefetch.global.L1 [%0];\n" ::"l"(reinterpret_cast<const char*>(res + size_t(r) * Dp) + l * 128));
-            }
-          }
-#endif
-#if defined(RVQ_AW_HN_GLOBAL)
-          // (experiment: hn from global memory, the slots released first)
-          __syncwarp();
-          if (lane == 0)
-            for (int kc = 0; kc < KC; kc++) releaseSlot<MC>(emptyA + 8 * ((first + kc) % S));
-          fold(d, nt, p.hn + off + nt * BN);
-#else
           fold(d, nt, hnRing + ((first + KC - 1) % S) * BN);
           __syncwarp();
           if (lane == 0)
             for (int kc = 0; kc < KC; kc++) releaseSlot<MC>(emptyA + 8 * ((first + kc) % S));
-#endif
         };
         // Even tiles accumulate in accum, odd ones in accB.
         int first = pipe.cons, nt = 1;
@@ -943,12 +913,6 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     }
     for (int ii = lane; ii < RW; ii += 32) rnorm2[i0 + ii] = 0.f;
     __syncwarp();
-    // (RVQ_DIAG_NO_UPDATE / RVQ_DIAG_CHEAP_FOLD: timing experiments only,
-    // the codes are wrong: no residual update / no second-best score, so
-    // the guard never re-scores. Never in the committed fatbin.)
-#if defined(RVQ_DIAG_NO_UPDATE)
-    if (false)
-#endif
     for (int base = 0; base < RW * cpr; base += 32 * kUp) {
       uint4 cw[kUp];
       float rv[kUp][8];
@@ -1184,8 +1148,6 @@ __device__ __forceinline__ void encode(const Params& p) {
 // name: m<BM> n<BN> w<WM><WN> (warps) s<ring depth>, p: packed running
 // minimum (all), r: fp32 residual in shared memory, x2: two CTAs an SM,
 // w: a producer warp (one more warp in the block) streams the ring.
-// (RVQ_ONLY_NEW: a quick sm_90a build of the wa/wc variants for experiments.)
-#if !defined(RVQ_ONLY_NEW)
 RVQ_VARIANT(rvq_encode_m128n128w24s4p, 128, 128, 2, 4, 4, 1, false, Best, false, false, false)
 RVQ_VARIANT(rvq_encode_m128n128w24s4pr, 128, 128, 2, 4, 4, 1, false, Best, true, false, false)
 RVQ_VARIANT(rvq_encode_m128n256w24s3p, 128, 256, 2, 4, 3, 1, false, Best, false, false, false)
@@ -1204,7 +1166,6 @@ RVQ_VARIANT(rvq_encode_wg_m128n128s3pwx2, 128, 128, 8, 1, 3, 2, true, Best, fals
 RVQ_VARIANT(rvq_encode_wg_m192n128s4p, 192, 128, 12, 1, 4, 1, true, Best, false, false, false)
 RVQ_VARIANT(rvq_encode_wg_m192n128s4pw, 192, 128, 12, 1, 4, 1, true, Best, false, true, false)
 RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, Best, false, false, false)
-#endif
 // Hopper, asynchronous N-tiles (a): two accumulator sets per warpgroup, the
 // next N-tile's wgmma in flight while the warps fold the current one's
 // scores; one CTA an SM (288 threads: 224 registers a thread, room for the
@@ -1214,8 +1175,6 @@ RVQ_VARIANT(rvq_encode_wa_m128n128s10pw, 128, 128, 8, 1, 10, 1, true, Best, fals
 RVQ_VARIANT(rvq_encode_wa_m128n128s8pw, 128, 128, 8, 1, 8, 1, true, Best, false, true, true)
 RVQ_VARIANT(rvq_encode_wa_m128n128s6pw, 128, 128, 8, 1, 6, 1, true, Best, false, true, true)
 RVQ_VARIANT(rvq_encode_wa_m128n128s6pwr, 128, 128, 8, 1, 6, 1, true, Best, true, true, true)
-// (RVQ_NEXT: variants on trial, built into experiment fatbins only.)
-#if defined(RVQ_NEXT)
 // wa with a cluster of two CTAs (an even grid) sharing one codebook stream
 // (mc): each CTA's producer loads half of every slot and multicasts it to
 // both, halving the L2 -> SM traffic.
@@ -1225,7 +1184,6 @@ RVQ_VARIANT_ATTR(RVQ_PAIR_CLUSTER, rvq_encode_wc_m128n128s6pwr, 128, 128, 8, 1, 
 // tile, so that D = 256 keeps two tiles in flight and one more loading.
 RVQ_VARIANT(rvq_encode_wa_m128n64s16pw, 128, 64, 8, 1, 16, 1, true, Best, false, true, true)
 RVQ_VARIANT(rvq_encode_wa_m128n64s12pw, 128, 64, 8, 1, 12, 1, true, Best, false, true, true)
-#endif
 
 // rvq_small_score: stage q of the small-batch path. Grid (ceil(K/256),
 // nrows), block 256: thread e scores entry e exactly (CPU formula) for the
