@@ -112,7 +112,7 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 		b.Fatal(err)
 	}
 	x := clip30s(b)
-	shapes := map[int][]launchGeom{64: {{4, 1}, {4, 2}, {4, 4}, {4, 8}}, 1: {{1, 1}, {2, 1}, {4, 1}}}
+	shapes := map[int][]launchGeom{64: {{4, 1}, {4, 2}, {4, 4}, {4, 8}, {4, 16}}, 1: {{1, 1}, {2, 1}, {4, 1}}}
 	for _, batch := range []int{64, 1} {
 		pcm := make([]float32, batch*len(x))
 		for i := range batch {

@@ -467,7 +467,8 @@ func TestCUDAParityGeometry(t *testing.T) {
 			g                  launchGeom
 			fused, statsKernel bool
 		}{
-			{launchGeom{4, 8}, false, false}, {launchGeom{4, 4}, false, false}, {launchGeom{4, 2}, false, false},
+			{launchGeom{4, 16}, true, false}, {launchGeom{4, 8}, false, false}, {launchGeom{4, 4}, false, false},
+			{launchGeom{4, 2}, false, false},
 			{launchGeom{4, 1}, false, false}, {launchGeom{2, 1}, false, false}, {launchGeom{1, 1}, false, false},
 			{launchGeom{4, 8}, true, false}, {launchGeom{4, 4}, true, false}, {launchGeom{4, 1}, true, false},
 			{launchGeom{1, 1}, true, false}, {launchGeom{4, 4}, false, true}, {launchGeom{4, 1}, false, true},
