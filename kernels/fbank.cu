@@ -4,17 +4,21 @@
 // contract for n_fft 400 (Whisper) and 512 (Parakeet/NeMo) with any window,
 // hop, pad mode, pre-emphasis, filterbank, log mode, normalisation and layout.
 //
-// Pipeline, one stream, per batch (B items, n_mels = M, T = output frames):
+// Pipeline, one stream, per batch (B items, n_mels = M, T = output frames,
+// G tiles of F frames an item):
 //   1. fbank_logmel_n400 | fbank_logmel_n512: framing + window + FFT + |X|² +
-//      mel + log, staged per block and written in the output layout, plus
-//      per-block partial reductions and the finite-sample check.
-//   2. fbank_stats (Parakeet): per-feature mean and 1/(std + 1e-5) from
-//      the partials, in float64.
-//   3. fbank_normalize: the normalisation, in place (Whisper: each block
-//      reduces the item's maximum itself, then clamps, since 1. stored
-//      (y + 4)/4 already).
-// normalize=none stops after 1. (A fused variant, 1-3 in one launch with
-// ticketed tiles normalising from L2, measured slower: docs/bench/fbank_gpu.md.)
+//      mel + log, staged per block and written in the output layout, the
+//      per-tile partial statistics and the finite-sample check; the last
+//      tile of each item reduces the item's statistics (Whisper: the floor,
+//      max - 8; Parakeet: per-feature mean and 1/(std + 1e-5), float64).
+//      Fused (batches of two waves or more): the same launch also runs the
+//      normalisation tiles, interleaved a lag behind the transform tiles.
+//   2. otherwise fbank_stats (Parakeet, single long clips: the moments from
+//      the partials by 8 threads a feature) and fbank_normalize (one block
+//      a tile, in place).
+// normalize=none stops after the transform. Both normalisations: Whisper
+// clamps (1. stored (y + 4)/4 already) only the tiles whose minimum is under
+// the floor; Parakeet (y - mean)·inv in float32 with the mean split hi+lo.
 // No cuFFT/cuBLAS: the FFT is fbank_frame.cuh. Build knobs (experiments;
 // the committed fatbin uses the defaults): FBANK_MIN_BLOCKS,
 // FBANK_MAX_WARPS (register budget), FBANK_MEL_TC (tensor-core mel),
@@ -231,10 +235,9 @@ __device__ float mel_tc(const float* P, int pitchW, int rows, int valid, int H, 
 }
 #endif
 
-// logmel is block (x, b) of fbank_logmel_n{N}.
-//
-// Grid (ceil(T / F), B), block W·32 threads (W = 1, 2, 4 or 8 warps), R = 4·W rows
-// a step, F = R·steps frames per block: block (x, b) owns frames t0 = x·F ..
+// logmel is transform tile (x, b) of fbank_logmel_n{N} (entry: grid (G, B),
+// or (G, 2·B) fused, G = ceil(T / F)), block W·32 threads (W = 1, 2, 4 or 8
+// warps), R = 4·W rows a step, F = R·steps frames per block: tile (x, b) owns frames t0 = x·F ..
 // t0+F-1 of item b; in step st warp w transforms the 4 frames
 // t0 + st·R + 4·w + g, g < 4, 8 lanes a frame (fbank_frame.cuh), and the block
 // writes the step's R rows before the next step. Dynamic shared memory, in
