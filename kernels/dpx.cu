@@ -485,7 +485,8 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
 // real ones.
 // Backpointers: 2 bits per state and frame, (c1 | c2 << 1) of state x*K+j at
 // bit 2j of thread x's WT = ceil(2K/32) words, one frame's ceil(S/K)*WT
-// words after another (bp[(t-1)][x][WT]); c1 and c2 are never both set, so
+// words after another (bp[(t-1)][x][WT]), then two spare words that the
+// threads without states store to; c1 and c2 are never both set, so
 // the pair is the step back (0, 1 or 2 states). Stored as one 32- or 64-bit
 // store per thread and frame.
 // int32: the previous row's maximum m comes from a max3 tree over the
@@ -508,7 +509,7 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
 // emission rows while aligning, the backtrace and sum scratch after), and
 // 4*S B of labels. Registers: K scores, 2K window frames, K/2 columns and
 // caps, K/2+1 emissions (__launch_bounds__ per K below). Global scratch:
-// (T_b-1) * ceil(S/K) * WT * 4 B of backpointers per item.
+// ((T_b-1) * ceil(S/K) * WT + 2) * 4 B of backpointers per item.
 template <bool B>
 struct Flag {
   static constexpr bool value = B;
@@ -736,22 +737,34 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
       if (c1) w[(2 * j) >> 5] |= 1u << ((2 * j) & 31);
       if (c2) w[(2 * j + 1) >> 5] |= 1u << ((2 * j + 1) & 31);
     }
-    if (tid < G) {
-      if constexpr (WT == 2)
-        *reinterpret_cast<uint2*>(dst) = make_uint2(w[0], w[1]);
-      else
-        dst[0] = w[0];
-    }
+    if constexpr (WT == 2)
+      *reinterpret_cast<uint2*>(dst) = make_uint2(w[0], w[1]);
+    else
+      dst[0] = w[0];
   };
 
-  unsigned* dst = bpi + tid * WT;  // frame t's words: bpi + (t-1)*rowW + tid*WT
-  int rIdx = 2 * F - 1;            // ring slot of frame t-1 (pipelined float path)
+  // Frame t's words: bpi + (t-1)*rowW + tid*WT; threads without states
+  // store to the item's spare words after its rows (no branch in a frame).
+  const int dstStep = tid < G ? rowW : 0;
+  unsigned* dst = tid < G ? bpi + tid * WT : bpi + (long long)(Tb - 1) * rowW;
+  int rIdx = 2 * F - 1;  // ring slot of frame t-1 (pipelined float path)
   for (int g = 0; g < NG; ++g) {
     if (g + 1 < NG) fetch(g + 1);  // into the buffer block g-1 read
     const int t0 = 1 + g * F, n = min(F, Tb - t0);
     const V* e = (const V*)(emb + (g & 1) * F * Cp);
-    for (int k = 0, wIdx = (g & 1) * F; k < n; ++k, e += Cp, dst += rowW, rIdx = wIdx++) {
+    for (int k = 0, wIdx = (g & 1) * F; k < n;) {
       const int t = t0 + k;
+      if constexpr (!L::kInt) {
+        // One warp, two frames before the window's lower edge moves: one
+        // straight-line body (no barrier, no branch), so the second
+        // frame's upper states overlap the first's lower ones.
+        if (nw == 1 && k + 1 < n && t + 1 < tLo) {
+          frame(t, e, dst, rIdx, Flag<false>{}, Flag<false>{});
+          frame(t + 1, e + Cp, dst + dstStep, rIdx, Flag<false>{}, Flag<false>{});
+          k += 2, e += 2 * Cp, dst += 2 * dstStep, rIdx = wIdx + 1, wIdx += 2;
+          continue;
+        }
+      }
       if constexpr (L::kInt) {
         if (nw > 1) m = rowMax32(wmax + ((t - 1) & 1) * 32);
       }
@@ -780,6 +793,7 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
         if (lane == 31) xtop[(t & 1) * 64 + warp + 1] = v[K - 1];
         __syncthreads();
       }
+      ++k, e += Cp, dst += dstStep, rIdx = wIdx++;
     }
     if (g + 1 < NG) landed(g + 1);
     sync();

@@ -216,7 +216,7 @@ int main(int argc, char** argv) {
       words = 0;
       for (long long b = 0; b < B; ++b) {
         const long long S = meta[4 * b + 1], Tb = meta[4 * b];
-        words = max(words, meta[4 * b + 3] + (Tb - 1) * ((S + K - 1) / K) * ((2 * K + 31) / 32));
+        words = max(words, meta[4 * b + 3] + (Tb - 1) * ((S + K - 1) / K) * ((2 * K + 31) / 32) + 2);
       }
       bp.assign(words + 2, 0xdeadbeefu);
     }

@@ -113,15 +113,16 @@ func ctcItemTable(a *Aligner, tg []int, Tb int, dst []int32) {
 
 // useWarpLayout sets the backpointer offsets (meta) and bpWords for the
 // register-resident kernels with k states a thread (dpx_ctc_warp_*_k<k>):
-// each thread that owns states stores ceil(2k/32) words a frame, so an item
-// takes (T_b-1) * ceil(S/k) * ceil(2k/32) words (an even count when a thread
-// stores two, which keeps its 64-bit stores aligned).
+// each thread that owns states stores ceil(2k/32) words a frame, and the
+// threads without states store to two spare words after the item's rows,
+// so an item takes (T_b-1) * ceil(S/k) * ceil(2k/32) + 2 words (an even
+// count when a thread stores two, which keeps its 64-bit stores aligned).
 func (c *ctcTables) useWarpLayout(k int) {
 	c.bpWords = 0
 	for b := 0; b < len(c.meta)/4; b++ {
 		Tb, S := c.meta[4*b], c.meta[4*b+1]
 		c.meta[4*b+3] = c.bpWords
-		c.bpWords += (Tb - 1) * ((S + int64(k) - 1) / int64(k)) * int64((2*k+31)/32)
+		c.bpWords += (Tb-1)*((S+int64(k)-1)/int64(k))*int64((2*k+31)/32) + 2
 	}
 }
 

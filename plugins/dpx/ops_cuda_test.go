@@ -506,7 +506,7 @@ func BenchmarkCUDAAlignShape(b *testing.B) {
 		shapes  []shape
 	}{
 		{1, 1500, 300, []shape{blk(0, 0), wrp(0, 0, 0), wrp(2, 10, 0), pip(2, 10), wrp(4, 5, 0), wrp(6, 4, 0), pip(6, 4),
-			wrp(8, 3, 0), wrp(12, 2, 0), wrp(20, 1, 0), wrp(0, 0, 16), wrp(0, 0, 64)}},
+			wrp(8, 3, 0), wrp(12, 2, 0), wrp(20, 1, 0), wrp(24, 1, 0), wrp(20, 1, 64), wrp(0, 0, 16), wrp(0, 0, 64)}},
 		{1, 3000, 300, []shape{wrp(0, 0, 0), wrp(2, 10, 0), wrp(20, 1, 0)}},
 		{64, 1500, 300, []shape{blk(0, 0), wrp(0, 0, 0), wrp(20, 1, 0), wrp(2, 10, 0)}},
 		{1, 15000, 3000, []shape{blk(0, 0), wrp(0, 0, 0), pip(12, 16), wrp(8, 24, 0), pip(8, 24), wrp(16, 12, 0),
