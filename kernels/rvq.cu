@@ -674,16 +674,20 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     } else {
       cbar();
     }
-    bool piped = false;  // the stage's N-tiles went through the AW pipeline
+    // kPiped: the stage's N-tiles go through the AW pipeline (sm_90a);
+    // the plain loop below is then not compiled at all, so that ptxas sees
+    // only the pipeline's wgmma pattern (one hazard anywhere in a function
+    // serialises all of its wgmma).
+    constexpr bool kPiped = kWG && AW && RVQ_BULK;
 #if RVQ_HAVE_WGMMA && RVQ_BULK
-    if constexpr (kWG && AW) {
+    if constexpr (kPiped) {
       // Two accumulator sets: tile nt+1's wgmma runs on the tensor cores
       // while the warps fold tile nt's scores (wgmma.wait_group 1). A tile
       // holds its KC ring slots from its wgmma until its fold (hn rides in
-      // them), so the next tile's loads need S >= 2*KC: else the plain
-      // loop below runs.
-      if (2 * KC <= S) {
-        piped = true;
+      // them), so the next tile's loads need S >= 2*KC (the launcher only
+      // runs an AW variant where they fit).
+      if (2 * KC > S) __trap();
+      {
         float accB[C::MT][C::NT][4];
         const uint32_t aW = smemAddr(sA) + (warp >> 2) * 64 * 128;
         // issueTile queues the wgmma of the next N-tile (loads pipe.cons ..
@@ -741,7 +745,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       }
     }
 #endif
-    for (int nt = 0; nt < (piped ? 0 : ntiles); nt++) {
+    for (int nt = 0; nt < (kPiped ? 0 : ntiles); nt++) {
 #pragma unroll
       for (int m = 0; m < C::MT; m++)
 #pragma unroll

@@ -67,8 +67,8 @@ type variant struct {
 	pw                    bool // one more warp: the ring's producer
 	// aw: asynchronous N-tiles (two accumulator sets, the next tile's
 	// wgmma in flight during the fold of the current one) and a producer
-	// warpgroup instead of a warp; the pipeline needs stage >= 2*dp/64 ring
-	// slots, else the kernel runs the plain loop.
+	// warpgroup instead of a warp; on Hopper the pipeline needs stage >=
+	// 2*dp/64 ring slots (fits), elsewhere the kernel runs the plain loop.
 	aw bool
 	// mc: a cluster of two CTAs shares one codebook stream (multicast bulk
 	// copies); the grid is even.
@@ -95,8 +95,8 @@ func (v variant) threads() int {
 	return 32 * v.wm * v.wn
 }
 
-// pipelined reports whether the variant runs its asynchronous N-tile
-// pipeline for rows of dp values (its ring holds two N-tiles).
+// pipelined reports whether an aw variant's ring holds two N-tiles of rows
+// of dp values, as its Hopper pipeline needs.
 func (v variant) pipelined(dp int) bool { return v.aw && v.stage >= 2*dp/dimAlign }
 
 // shared is its dynamic shared memory for rows of dp values: the bf16 A
@@ -145,6 +145,19 @@ var variants = []variant{
 	// wa with 64-codeword N-tiles (wgmma m64n64k16).
 	{"rvq_encode_wa_m128n64s16pw", 128, 64, 8, 1, 16, false, true, true, false},
 	{"rvq_encode_wa_m128n64s12pw", 128, 64, 8, 1, 12, false, true, true, false},
+}
+
+// fits returns why variant v cannot encode rows of d values (dp padded) on
+// this GPU, or nil: its shared memory, and on Hopper (where the aw variants
+// run their two-tile pipeline, compiled without another loop) its ring.
+func (k *cudaKernels) fits(v variant, d, dp int) error {
+	if need := v.shared(dp); need > k.maxShared[v.name] {
+		return fmt.Errorf("rvq: variant %s needs %d B of shared memory for D = %d; the device allows %d B", v.name, need, d, k.maxShared[v.name])
+	}
+	if k.hopper && v.aw && !v.pipelined(dp) {
+		return fmt.Errorf("rvq: variant %s keeps two N-tiles in its %d ring slots: D = %d needs %d", v.name, v.stage, d, 2*dp/dimAlign)
+	}
+	return nil
 }
 
 // cudaKernels is the loaded kernel set of a backend.
@@ -420,9 +433,9 @@ func (dc *DeviceCodebooks) pick(rows int) (variant, *cuda.Kernel, error) {
 		if want == "" && !dc.k.hopper && (strings.HasPrefix(v.name, "rvq_encode_wg_") || v.aw) {
 			continue // without wgmma the wg tilings are the slower mma.sync ones
 		}
-		if need := v.shared(dc.dp); need > dc.k.maxShared[v.name] {
+		if err := dc.k.fits(v, dc.c.dim, dc.dp); err != nil {
 			if want != "" {
-				return v, nil, fmt.Errorf("rvq: variant %s needs %d B of shared memory for D = %d; the device allows %d B", v.name, need, dc.c.dim, dc.k.maxShared[v.name])
+				return v, nil, err
 			}
 			continue
 		}

@@ -173,8 +173,17 @@ func TestCUDAVariants(t *testing.T) {
 				k, err := loadKernels(cudatest.Backend(t))
 				require.NoError(t, err)
 				require.NotNil(t, k.fused[v.name], "variant %s is missing from the loaded fatbin", v.name)
-				if need := v.shared(d); need > k.maxShared[v.name] {
-					t.Skipf("needs %d B of shared memory at D = %d; the device allows %d B", need, d, k.maxShared[v.name])
+				if err := k.fits(v, d, d); err != nil {
+					// too large for this device, or a ring too short for D:
+					// Encode refuses it by name
+					be := cudatest.Backend(t)
+					dc, err := NewDeviceCodebooks(be, c)
+					require.NoError(t, err)
+					defer dc.Free()
+					dc.variant = v.name
+					n := bt.B * bt.T
+					assert.ErrorContains(t, dc.Encode(devF32(t, be, x), bt, devOut(t, be, n*c.NumStages()), devOut(t, be, n*d)), v.name)
+					return
 				}
 				gotC, gotQ, _ := gpuEncode(t, c, x, bt, "fused", v.name)
 				requireSame(t, wantC, gotC, wantQ, gotQ, c.NumStages())
@@ -245,7 +254,7 @@ func TestCUDANearTies(t *testing.T) {
 	kern, err := loadKernels(cudatest.Backend(t))
 	require.NoError(t, err)
 	for _, v := range variants { // every fused variant that fits at D = 128
-		if kern.fused[v.name] != nil && v.shared(d) <= kern.maxShared[v.name] {
+		if kern.fused[v.name] != nil && kern.fits(v, d, d) == nil {
 			runs = append(runs, run{"fused", v.name})
 		}
 	}
