@@ -243,6 +243,7 @@ __device__ float mel_tc(const float* P, int pitchW, int rows, int valid, int H, 
 // writes the step's R rows before the next step. Dynamic shared memory, in
 // this order: W·4·S·8 bytes of frame buffers (S = Frame<N>::S float2: 200 for
 // N 400, 264 for 512); for kStatsMoments 2·M doubles (the block's Σy, Σy²);
+// stages (1 or 2: double-buffered, one barrier a step instead of two) times
 // R·(M+4)·4 bytes of staged log-mel rows (row pitch M+2 for mel_time, so
 // that its transposing float4 write-out reads 32 banks, M+4 for time_mel,
 // 16-byte rows; M+1 when M is not a multiple of 8 or 4: the scalar
@@ -282,7 +283,7 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
                        float* __restrict__ out, void* __restrict__ partial, long long stats,
                        unsigned long long* __restrict__ bad, const float4* __restrict__ mel_frag,
                        const int4* __restrict__ mel_tiles, unsigned long long* tickets, double clamp, double eps,
-                       void* result, long long* ready, long long epoch) {
+                       void* result, long long* ready, long long epoch, long long stages) {
   using Fr = fbank::Frame<N>;
   const long long x = tl.x, b = tl.b, G = tl.G;
   extern __shared__ float2 smem[];
@@ -295,11 +296,11 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
   const long long F = (long long)R * steps;
   float2* T = smem + warp * fbank::kGroups * Fr::S;  // the warp's 4 frame buffers
   double* acc = reinterpret_cast<double*>(smem + W * fbank::kGroups * Fr::S);  // Σy, Σy² per feature
-  float* stage = reinterpret_cast<float*>(acc + (stats == kStatsMoments ? 2 * M : 0));
+  float* const stage0 = reinterpret_cast<float*>(acc + (stats == kStatsMoments ? 2 * M : 0));
   const long long t0 = x * F;
   // The filterbank's shared copy (when shared_w > 0); mel4 is called with
   // these pointers directly so that its loads compile to LDS, not generic.
-  Band* const sb = reinterpret_cast<Band*>(stage + R * pitch);
+  Band* const sb = reinterpret_cast<Band*>(stage0 + stages * R * pitch);
   float* const sw = reinterpret_cast<float*>(sb + M);
   const Item it = items[b];  // first: its latency hides under the copies below
   if (shared_w > 0) {
@@ -332,6 +333,7 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
   for (int st = 0; st < steps; st++) {
     const long long ts = t0 + (long long)st * R;  // the step's first frame
     if (ts >= frames) break;                         // block-uniform
+    float* const stage = stage0 + (stages == 2 ? (st & 1) * R * pitch : 0);
     const int r0 = warp * fbank::kGroups;           // the warp's first staged row
     const int nact = (int)min((long long)fbank::kGroups, max(0LL, it.computed - (ts + r0)));
     if (nact > 0) {  // warp-uniform
@@ -470,8 +472,12 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
         acc[2 * m + 1] = s2;
       }
     }
-    __syncthreads();  // the stage is free for the next step
+    // One stage: it must be free for the next step. Two: the next step
+    // stages into the other, and its barrier (after its mel stage) comes
+    // after every thread's write-out of this one.
+    if (stages == 1) __syncthreads();
   }
+  if (stages == 2) __syncthreads();  // every thread's last write-out and sums (acc)
 
   // The block's partial statistics over its computed frames.
   if (stats == kStatsMax) {
@@ -666,16 +672,16 @@ extern "C" __global__ void __launch_bounds__(256) fbank_normalize(float* out, co
       long long stats, unsigned long long *bad, const float4 *mel_frag, const int4 *mel_tiles,                 \
       unsigned long long *tickets, double clamp, double eps, void *result, long long fused,                     \
       unsigned long long *counters, long long *ready, long long epoch, long long tile, double fixed_floor,    \
-      long long lag
+      long long lag, long long stages
 // The arguments logmel takes (after its tile).
 #define FBANK_LOGMEL_PASS                                                                                     \
   pcm, pcm_stride, items, window, twN, colTw, bands, weights, shared_w, n_mels, frames, hop, pad, reflect,    \
       preemph, guard, floor_, scale, layout, steps, out, partial, stats, bad, mel_frag, mel_tiles, tickets,    \
-      clamp, eps, result, fused ? ready : nullptr, epoch
+      clamp, eps, result, fused ? ready : nullptr, epoch, stages
 #define FBANK_LOGMEL_CALL                                                                                     \
   pcm, pcm_stride, items, window, twN, colTw, bands, weights, shared_w, n_mels, frames, hop, pad, reflect,    \
       preemph, guard, floor_, scale, layout, steps, out, partial, stats, bad, mel_frag, mel_tiles, tickets,    \
-      clamp, eps, result, fused, counters, ready, epoch, tile, fixed_floor, lag
+      clamp, eps, result, fused, counters, ready, epoch, tile, fixed_floor, lag, stages
 
 namespace {
 

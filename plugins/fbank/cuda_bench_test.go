@@ -103,7 +103,8 @@ func BenchmarkCUDAFbank(b *testing.B) {
 // fbank_logmel (warps per block, steps of 4 frames per warp) with the op's
 // choice of launches (knobsFor), and for the default shape each way: the
 // normalisation in fbank_logmel (/fused), the fbank_normalize launch
-// (/separate) and, for Parakeet, the fbank_stats launch (/stats).
+// (/separate), the op's choice with one stage of rows (/1stage) and, for
+// Parakeet, the fbank_stats launch (/stats).
 //
 //	plugins_fbank.test -test.run '^$' -test.bench CUDAFbankGeometry -test.benchtime 100x
 func BenchmarkCUDAFbankGeometry(b *testing.B) {
@@ -147,8 +148,10 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 				variants = append(variants, variant{g, nil, ""})
 			}
 			def := op.geometryFor(batch, frames)
+			one := op.knobsFor(batch, ceilDiv(frames, def.frames())) // the op's choice, one stage
+			one.oneStage = true
 			variants = append(variants, variant{def, &launchKnobs{fused: true}, "/fused"},
-				variant{def, &launchKnobs{}, "/separate"})
+				variant{def, &launchKnobs{}, "/separate"}, variant{def, &one, "/1stage"})
 			if preset == "parakeet-128" {
 				variants = append(variants, variant{def, &launchKnobs{statsKernel: true}, "/stats"})
 			}

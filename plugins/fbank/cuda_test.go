@@ -433,6 +433,9 @@ func TestCUDALaunchGeometry(t *testing.T) {
 			op := cudaOpOf(t, map[string]any{"preset": preset}, be)
 			assert.Positive(t, op.sharedW, "filterbank weights in shared memory")
 			assert.LessOrEqual(t, op.shared(launchGeom{cudaWarps, 8}), op.sharedLimit)
+			g := launchGeom{cudaWarps, 8}
+			assert.LessOrEqual(t, op.sharedFor(g, op.stagesFor(g)), op.sharedLimit, "%d stages", op.stagesFor(g))
+			t.Logf("%s: %d stages, %d B of shared memory a block", preset, op.stagesFor(g), op.sharedFor(g, op.stagesFor(g)))
 			assert.Equal(t, launchGeom{cudaWarps, 8}, op.geometryFor(64, 3000))
 			assert.Equal(t, launchGeom{cudaWarps, 2}, op.geometryFor(8, 3000))
 			assert.Equal(t, launchGeom{cudaWarps, 1}, op.geometryFor(1, 3000))
@@ -447,8 +450,8 @@ func TestCUDALaunchGeometry(t *testing.T) {
 // TestCUDAParityGeometry checks the launch shapes (steps of 4 frames a warp,
 // blocks of 1 to 4 warps) on a batch of ragged clips, in both layouts, the
 // normalisation both ways (the fbank_normalize launch, or fbank_logmel's own
-// tiles: fused) and Parakeet's moments both ways (fbank_logmel's last block
-// of an item, or the fbank_stats launch). Whisper pads the short clips to 30 s, so
+// tiles: fused), Parakeet's moments both ways (fbank_logmel's last block of
+// an item, or the fbank_stats launch) and one or two stages of rows. Whisper pads the short clips to 30 s, so
 // some of their tiles fall under the floor and are clamped, others are
 // skipped.
 func TestCUDAParityGeometry(t *testing.T) {
@@ -464,24 +467,27 @@ func TestCUDAParityGeometry(t *testing.T) {
 		{"preset": "whisper-80", "layout": "time_mel"},
 	} {
 		for _, tc := range []struct {
-			g                  launchGeom
-			fused, statsKernel bool
+			g  launchGeom
+			kn launchKnobs
 		}{
-			{launchGeom{4, 16}, true, false}, {launchGeom{4, 8}, false, false}, {launchGeom{4, 4}, false, false},
-			{launchGeom{4, 2}, false, false},
-			{launchGeom{4, 1}, false, false}, {launchGeom{2, 1}, false, false}, {launchGeom{1, 1}, false, false},
-			{launchGeom{4, 8}, true, false}, {launchGeom{4, 4}, true, false}, {launchGeom{4, 1}, true, false},
-			{launchGeom{1, 1}, true, false}, {launchGeom{4, 4}, false, true}, {launchGeom{4, 1}, false, true},
+			{launchGeom{4, 16}, launchKnobs{fused: true}}, {launchGeom{4, 8}, launchKnobs{}},
+			{launchGeom{4, 4}, launchKnobs{}}, {launchGeom{4, 2}, launchKnobs{}}, {launchGeom{4, 1}, launchKnobs{}},
+			{launchGeom{2, 1}, launchKnobs{}}, {launchGeom{1, 1}, launchKnobs{}},
+			{launchGeom{4, 8}, launchKnobs{fused: true}}, {launchGeom{4, 4}, launchKnobs{fused: true}},
+			{launchGeom{4, 1}, launchKnobs{fused: true}}, {launchGeom{1, 1}, launchKnobs{fused: true}},
+			{launchGeom{4, 4}, launchKnobs{statsKernel: true}}, {launchGeom{4, 1}, launchKnobs{statsKernel: true}},
+			{launchGeom{4, 4}, launchKnobs{oneStage: true}}, {launchGeom{4, 8}, launchKnobs{fused: true, oneStage: true}},
 		} {
 			g := tc.g
-			if tc.statsKernel && cfg["preset"] != "parakeet-128" {
+			if tc.kn.statsKernel && cfg["preset"] != "parakeet-128" {
 				continue // fbank_stats computes per-feature moments only
 			}
-			name := fmt.Sprintf("%v/w%ds%d/fused=%v/statsKernel=%v", cfg, g.warps, g.steps, tc.fused, tc.statsKernel)
+			name := fmt.Sprintf("%v/w%ds%d/%+v", cfg, g.warps, g.steps, tc.kn)
 			t.Run(name, func(t *testing.T) {
 				gpu := func() (*runtime.Tensor, []int64) {
 					o := cudaOpOf(t, cfg, be)
-					o.fixed, o.knobs = g, &launchKnobs{tc.fused, tc.statsKernel}
+					kn := tc.kn
+					o.fixed, o.knobs = g, &kn
 					in := batchInput(clips)
 					dev, err := be.Upload(in["pcm"])
 					require.NoError(t, err)

@@ -38,7 +38,8 @@ const (
 //   - statsKernel: Parakeet's per-feature moments by the fbank_stats launch
 //     instead of fbank_logmel's last block of each item (which reduces the
 //     item's G partials alone: slow when G is large, a long single clip).
-type launchKnobs struct{ fused, statsKernel bool }
+//   - oneStage: one stage of rows even where two fit (stagesFor).
+type launchKnobs struct{ fused, statsKernel, oneStage bool }
 
 // launchGeom is fbank_logmel's block shape: warps per block (1, 2, 4 or 8) and
 // steps, the rounds of 4 frames a warp does; a block owns
@@ -78,7 +79,10 @@ type cudaOp struct {
 	// in above 48 KiB when the device allows); fixed, when set, overrides
 	// the launch geometry (benchmarks).
 	sharedLimit int
-	fixed       launchGeom
+	// smemSM is the shared memory of an SM (the per-block opt-in limit plus
+	// the 1 KiB the SM keeps per block): how many blocks fit (stagesFor).
+	smemSM int
+	fixed  launchGeom
 	// knobs, when set (benchmarks), override the choices of plan: the
 	// fused launch and the fbank_stats launch.
 	knobs *launchKnobs
@@ -138,9 +142,10 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 	// memory when the default shape would not fit with them.
 	_, pitch := melWeights(&fe.bank)
 	o.sharedW = pitch * cfg.NumMels
-	o.sharedLimit = cudaMaxShared
+	o.sharedLimit, o.smemSM = cudaMaxShared, cudaMaxShared+1024
 	if lim, err := o.logmel.MaxDynamicShared(); err == nil {
-		if want := min(lim, o.shared(launchGeom{8, 1})); want > cudaMaxShared && o.logmel.SetMaxDynamicShared(want) == nil {
+		o.smemSM = lim + 1024
+		if want := min(lim, o.sharedFor(launchGeom{8, 1}, 2)); want > cudaMaxShared && o.logmel.SetMaxDynamicShared(want) == nil {
 			o.sharedLimit = want
 		}
 	}
@@ -179,13 +184,30 @@ func cudaShared(nFFT, nMels, warps int, moments bool) int {
 	return s
 }
 
-// shared is fbank_logmel's dynamic shared memory for this op and geometry.
+// shared is fbank_logmel's dynamic shared memory for this op and geometry
+// with one stage.
 func (o *cudaOp) shared(g launchGeom) int {
 	s := cudaShared(o.fe.cfg.NFFT, o.fe.cfg.NumMels, g.warps, o.statsMode == statsMoments)
 	if o.sharedW > 0 {
 		s += (2*o.fe.cfg.NumMels + o.sharedW) * 4
 	}
 	return s
+}
+
+// sharedFor is shared with 1 or 2 stages (the staged rows double-buffered).
+func (o *cudaOp) sharedFor(g launchGeom, stages int) int {
+	return o.shared(g) + (stages-1)*cudaGroups*g.warps*(o.fe.cfg.NumMels+4)*4
+}
+
+// stagesFor picks 2 stages (one block barrier a step instead of two) when
+// they fit in the opted-in limit and leave as many blocks an SM as one
+// stage does, up to the 16 warps an SM the 128 registers allow.
+func (o *cudaOp) stagesFor(g launchGeom) int {
+	blocks := func(s int) int { return min(16/g.warps, o.smemSM/(s+1024+256)) } // + reserved and static
+	if s2 := o.sharedFor(g, 2); s2 <= o.sharedLimit && blocks(s2) >= blocks(o.shared(g)) {
+		return 2
+	}
+	return 1
 }
 
 // cudaMaxMels is the largest n_mels whose default geometry fits in 48 KiB.
@@ -489,12 +511,16 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	if c.Layout == TimeMel {
 		layout = 1
 	}
+	stages := o.stagesFor(geom)
+	if kn.oneStage {
+		stages = 1
+	}
 	args := []any{pcm, stride, itemsBuf, o.window, o.twiddle, o.colTw, o.bands, o.weights, o.sharedW, c.NumMels, frames,
 		c.HopLength, o.fe.pad, reflect, c.PreEmphasis, o.guard, o.floor, o.lg2, layout, geom.steps,
 		out, partial, o.statsMode, bad, o.melFrag, o.melTiles, tickets, clampRange, stdEpsilon, result,
-		fused, ptrs.counters, ptrs.ready, o.epoch, geom.frames(), o.fixedFloor, lag}
+		fused, ptrs.counters, ptrs.ready, o.epoch, geom.frames(), o.fixedFloor, lag, stages}
 	block := cuda.Dim3{X: 32 * geom.warps, Y: 1, Z: 1}
-	err = o.logmel.Launch(cuda.Dim3{X: groups, Y: gridY, Z: 1}, block, o.shared(geom), args...)
+	err = o.logmel.Launch(cuda.Dim3{X: groups, Y: gridY, Z: 1}, block, o.sharedFor(geom, stages), args...)
 	if err != nil || o.statsMode == statsNone || fused == 1 {
 		return bad, err
 	}
