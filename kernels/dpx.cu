@@ -456,9 +456,15 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
 // thread's range is the previous thread's highest (__shfl_up_sync; a skip
 // never enters a blank, so the one below that is never read). Across warps
 // (NW > 1) lane 31's highest state goes through shared memory:
-// - by default two slots by frame parity and a __syncthreads every frame
-//   (lockstep); the int32 path needs it anyway, since each frame needs the
-//   whole previous row's maximum.
+// - by default (lockstep) lane 31 posts its three highest states to a slot
+//   of xtop (two parities) before a __syncthreads. The float path runs two
+//   frames per barrier while the window's lower edge has not moved: for
+//   the second frame, lane 0 needs the state below its range at the first
+//   frame, and computes it itself (the "ghost": the same recurrence on the
+//   three posted states, the state's column and skip cap), so the two
+//   frames are one straight-line body whose second frame's upper states
+//   overlap the first's lower ones. The int32 path keeps a barrier every
+//   frame: each frame needs the whole previous row's maximum.
 // - float with the pipeline flag (a benchmark hook): Warp w posts (frame << 32 | value) to its slot of a
 //   ring of 2F frames (one 64-bit store) and lane 0 of warp w+1 polls that
 //   slot for the frame's tag just before its two lowest states, which it
@@ -503,8 +509,9 @@ __device__ void ctcAlign(const float* __restrict__ lp, long long T, long long C,
 // scores gathered by the block, summed by thread 0 in float64 in frame
 // order.
 //
-// Shared memory (ctcWarpShared in ops_cuda.go): 784 B (per-warp maxima,
-// the warps' highest states by frame parity, the two end states), the ring
+// Shared memory (ctcWarpShared in ops_cuda.go): 1328 B (per-warp maxima,
+// the warps' three highest states by interval parity, the two end
+// states), the ring
 // (2F x 32 x 8 B), a region of max(2*F*Cp, 64*BTW + 32, 1024) words (the
 // emission rows while aligning, the backtrace and sum scratch after), and
 // 4*S B of labels. Registers: K scores, 2K window frames, K/2 columns and
@@ -546,8 +553,8 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
   float* fs = frameScores + (long long)b * T;
 
   int* wmax = (int*)smem;           // [2][32] per-warp row maxima (int32)
-  V* xtop = (V*)(wmax + 64);        // [2][64]: slot w+1 holds warp w's highest state, slot 0 -Inf
-  V* fin = xtop + 128;              // [4] the two end states
+  V* xtop = (V*)(wmax + 64);        // [2][33][4]: slot w+1 holds warp w's three highest states, slot 0 -Inf
+  V* fin = xtop + 264;              // [4] the two end states
   unsigned long long* ring = (unsigned long long*)(fin + 4);  // [2F][32]: (frame << 32 | highest state)
   float* emb = (float*)(ring + 64 * F);  // region: [2][F][Cp] emission rows
   int* shLab = (int*)(emb + R);     // [S]
@@ -584,6 +591,23 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
     if (j & 1) col[j / 2] = 4 * c, cap[j / 2] = cp;
   }
   const int tLo = L::kInt ? 0 : tab[2 * S];  // float: frames before it skip the window test
+  // pick is a label state's predecessor value by torchaudio's rule: x2
+  // (skip, already capped) only if strictly greater than both others, else
+  // x1 only if strictly greater than both, else x0; c1, c2 its choice.
+  auto pick = [](V x0, V x1, V x2, bool& c1, bool& c2) {
+    c2 = x2 > L::vmax(x0, x1);
+    c1 = x1 > L::vmax(x0, x2);
+    return c2 ? x2 : (c1 ? x1 : x0);
+  };
+  // The state below the thread's range (a label state: s0 is even), for
+  // the float path's frame pairs: its column (byte offset) and skip cap.
+  int gcol = 4 * (Ci + 1);
+  V gcap = neg;
+  if (s0 >= 1 && s0 - 1 < S) {
+    const int w = tab[s0 - 1], lab = w & kLabelMask;
+    gcol = 4 * (lab < Ci ? lab : Ci);
+    if ((w >> 30) & 1) gcap = L::top();
+  }
   auto in = [&](int t, int j) { return t >= first[j] && t < end[j]; };
   auto sync = [&] {
     if (nw > 1)
@@ -640,7 +664,7 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
     row[Ci + 1] = neg;
   }
   for (int i = tid; i < 64; i += bd) wmax[i] = kCtcNeg;
-  for (int i = tid; i < 128; i += bd) xtop[i] = neg;
+  for (int i = tid; i < 264; i += bd) xtop[i] = neg;
   for (int i = tid; i < 64 * F; i += bd) ring[i] = ~0ull;  // no frame's tag
   // Frame 0.
 #pragma unroll
@@ -668,9 +692,18 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
       }
     }
   };
+  // post3 gives the next warp this thread's three highest states (lane 31)
+  // in xtop slot parity q.
+  auto post3 = [&](int q) {
+    if (lane == 31) {
+      V* d = xtop + q * 132 + 4 * (warp + 1);
+      d[0] = v[K - 1], d[1] = v[K - 2], d[2] = K >= 3 ? v[K >= 3 ? K - 3 : 0] : neg;
+    }
+  };
+  int par = 0;  // the xtop parity read in this barrier interval
   if (nw > 1) {
     if (L::kInt && lane == 0) wmax[warp] = m;
-    if (lane == 31) xtop[warp + 1] = v[K - 1];
+    post3(0);
     if (pipe) post(0, 2 * F - 1);
   }
   if (NG > 0) landed(0);
@@ -683,9 +716,8 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
   // ring slot rIdx, waiting for its tag t-1 only before the two lowest
   // states, which are computed last. The state below that is only read by
   // a skip, which never enters a blank (j = 0).
-  auto frame = [&](int t, const V* e, unsigned* dst, int rIdx, auto masked, auto piped) {
+  auto frame = [&](int t, const V* e, unsigned* dst, int rIdx, auto masked, auto piped, V left) {
     constexpr bool kPipe = decltype(piped)::value;
-    const V left = kPipe ? neg : xtop[((t - 1) & 1) * 64 + warp];
     V p1 = __shfl_up_sync(kFull, v[K - 1], 1);
     p1 = lane == 0 ? left : p1;
     const V eb = e[blank];
@@ -717,10 +749,7 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
       bool c1, c2 = false;
       V r, ee;
       if (j & 1) {
-        const V x2 = L::vmin(j >= 2 ? v[j - 2] : p1, cap[j / 2]);
-        c2 = x2 > L::vmax(x0, x1);
-        c1 = x1 > L::vmax(x0, x2);
-        r = c2 ? x2 : (c1 ? x1 : x0);
+        r = pick(x0, x1, L::vmin(j >= 2 ? v[j - 2] : p1, cap[j / 2]), c1, c2);
         ee = el[j / 2];
       } else {
         c1 = x1 > x0;
@@ -754,31 +783,45 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
     const V* e = (const V*)(emb + (g & 1) * F * Cp);
     for (int k = 0, wIdx = (g & 1) * F; k < n;) {
       const int t = t0 + k;
-      if constexpr (!L::kInt) {
-        // One warp, two frames before the window's lower edge moves: one
-        // straight-line body (no barrier, no branch), so the second
-        // frame's upper states overlap the first's lower ones.
-        if (nw == 1 && k + 1 < n && t + 1 < tLo) {
-          frame(t, e, dst, rIdx, Flag<false>{}, Flag<false>{});
-          frame(t + 1, e + Cp, dst + dstStep, rIdx, Flag<false>{}, Flag<false>{});
+      if constexpr (!L::kInt && K >= 4) {
+        // Float, two frames before the window's lower edge moves: one
+        // straight-line body and one barrier for both. Lane 0 computes the
+        // state below its range for the first frame itself (the ghost:
+        // the same recurrence on the previous warp's three highest states
+        // of frame t-1) and uses it as the second frame's neighbour, so
+        // the second frame's upper states overlap the first's lower ones.
+        if (!pipe && k + 1 < n && t + 1 < tLo) {
+          const V* q = xtop + par * 132 + 4 * warp;
+          bool gc1, gc2;
+          const V a0 = q[0];
+          const V ghost = pick(a0, q[1], L::vmin(q[2], gcap), gc1, gc2) +
+                          *reinterpret_cast<const V*>(reinterpret_cast<const char*>(e) + gcol);
+          frame(t, e, dst, rIdx, Flag<false>{}, Flag<false>{}, a0);
+          frame(t + 1, e + Cp, dst + dstStep, rIdx, Flag<false>{}, Flag<false>{}, ghost);
+          if (nw > 1) {
+            post3(par ^ 1);
+            __syncthreads();
+            par ^= 1;
+          }
           k += 2, e += 2 * Cp, dst += 2 * dstStep, rIdx = wIdx + 1, wIdx += 2;
           continue;
         }
       }
+      const V left = pipe ? neg : xtop[par * 132 + 4 * warp];
       if constexpr (L::kInt) {
         if (nw > 1) m = rowMax32(wmax + ((t - 1) & 1) * 32);
       }
       // Four specialisations: window test or not, pipeline or not.
       if (pipe) {
         if (t >= tLo)
-          frame(t, e, dst, rIdx, Flag<true>{}, Flag<!L::kInt>{});
+          frame(t, e, dst, rIdx, Flag<true>{}, Flag<!L::kInt>{}, left);
         else
-          frame(t, e, dst, rIdx, Flag<false>{}, Flag<!L::kInt>{});
+          frame(t, e, dst, rIdx, Flag<false>{}, Flag<!L::kInt>{}, left);
       } else {
         if (t >= tLo)
-          frame(t, e, dst, rIdx, Flag<true>{}, Flag<false>{});
+          frame(t, e, dst, rIdx, Flag<true>{}, Flag<false>{}, left);
         else
-          frame(t, e, dst, rIdx, Flag<false>{}, Flag<false>{});
+          frame(t, e, dst, rIdx, Flag<false>{}, Flag<false>{}, left);
       }
       if constexpr (L::kInt) {
         const int wm = warpMax(laneMax());
@@ -790,8 +833,9 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
       if (pipe) {
         post(t, wIdx);
       } else if (nw > 1) {
-        if (lane == 31) xtop[(t & 1) * 64 + warp + 1] = v[K - 1];
+        post3(par ^ 1);
         __syncthreads();
+        par ^= 1;
       }
       ++k, e += Cp, dst += dstStep, rIdx = wIdx++;
     }

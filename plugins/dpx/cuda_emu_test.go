@@ -112,6 +112,11 @@ func TestKernelReplayCTC(t *testing.T) {
 		{"tight", 7, 64, 1, []int{45}, []int{40}, 0, false, 0},
 		{"star_blank_last", 10, 32, 3, []int{70, 50}, []int{25, 12}, 9, true, 0},
 		{"warp/ten_warps_k2", 12, 320, 8, []int{400, 300}, []int{300, 100}, 0, false, 2},
+		// T well above L+R: reachable states cross the warp boundaries long
+		// before the window's lower edge moves (the float path's frame
+		// pairs and their ghost states).
+		{"warp/pairs_k4x2", 12, 64, 7, []int{600, 500}, []int{100, 90}, 0, false, 4},
+		{"warp/pairs_k6x4", 32, 128, 8, []int{900, 120}, []int{300, 40}, 0, false, 6},
 		{"warp/ragged_k4", 12, 32, 16, []int{60, 17, 1, 40, 2}, []int{20, 8, 0, 19, 1}, 0, false, 4},
 		{"warp/one_warp_k20", 32, 32, 16, []int{400, 333}, []int{300, 150}, 0, false, 20},
 		{"warp/one_warp_k32_c9", 9, 32, 5, []int{340, 250}, []int{250, 120}, 0, false, 32},

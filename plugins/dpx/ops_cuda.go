@@ -331,14 +331,14 @@ const (
 
 // ctcWarpShared is dpx_ctc_warp's dynamic shared memory for a largest
 // trellis of S states, C log-prob columns, blocks of F frames and K states
-// per thread: 784 bytes of per-warp maxima, highest states and end states,
+// per thread: 1328 bytes of per-warp maxima, highest states and end states,
 // the warps' ring of highest states (2F frames x 32 warps x 8 bytes), a
 // region of max(2*F*Cp, 64*BTW + 32, 1024) words (Cp = C+2 rounded up to 4;
 // BTW = (126/K + 2) * ceil(2K/32) backtrace words a frame), and S labels.
 func ctcWarpShared(S, C, F, K int) int {
 	cp := (C + 5) &^ 3
 	btw := (126/K + 2) * ((2*K + 31) / 32)
-	return 784 + 512*F + 4*max(2*F*cp, 64*btw+32, ctcMinRegion) + 4*S
+	return 1328 + 512*F + 4*max(2*F*cp, 64*btw+32, ctcMinRegion) + 4*S
 }
 
 // ctcWarpShape is a dpx_ctc_warp launch: the index of its K in ctcWarpK,
