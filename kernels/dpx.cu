@@ -539,8 +539,10 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
   // frames: F, the frames per block, | 1 << 16 to pipeline the float
   // path's warps instead of a barrier every frame (a benchmark hook: on the
   // H200 the pipeline's polling cost more than the barrier it saves).
+  // | 1 << 17 turns the float path's frame pairs off (a benchmark hook).
   const int F = (int)(frames & 0xffff);
   const bool pipe = !L::kInt && ((frames >> 16) & 1) && nw > 1;
+  const bool pairs = !L::kInt && !((frames >> 17) & 1);
   const int Tb = (int)mt[0], S = (int)mt[1], Ci = (int)C;
   const int* tab = table + mt[2];
   unsigned* bpi = bp + mt[3];
@@ -790,7 +792,7 @@ __device__ void ctcWarp(const float* __restrict__ lp, long long T, long long C,
         // the same recurrence on the previous warp's three highest states
         // of frame t-1) and uses it as the second frame's neighbour, so
         // the second frame's upper states overlap the first's lower ones.
-        if (!pipe && k + 1 < n && t + 1 < tLo) {
+        if (pairs && !pipe && k + 1 < n && t + 1 < tLo) {
           const V* q = xtop + par * 132 + 4 * warp;
           bool gc1, gc2;
           const V a0 = q[0];

@@ -205,12 +205,14 @@ var (
 // Test hooks (benchmarks of the launch shape): the least state passes per
 // thread and the frames per block (< 1 chooses) of dpx_ctc_align; the
 // states per thread and warps of dpx_ctc_warp (< 1 chooses); ctcUseBlock,
-// which forces dpx_ctc_align; and ctcPipeline, which runs dpx_ctc_warp's
-// float path as a pipeline of warps instead of a barrier every frame.
+// which forces dpx_ctc_align; ctcPipeline, which runs dpx_ctc_warp's float
+// path as a pipeline of warps instead of a barrier every frame; and
+// ctcNoPairs, which turns its float path's two frames per barrier off.
 var (
 	ctcMinPass, ctcFrames    = 0, 0
 	ctcForceK, ctcWarps      = 0, 0
 	ctcUseBlock, ctcPipeline = false, false
+	ctcNoPairs               = false
 )
 
 func newAlignCUDA(p rt.Params, b *cuda.Backend) (rt.Op, error) {
@@ -577,6 +579,9 @@ func (o *alignCUDA) launch(sc *scratch, c *ctcCall, ali, fs, score *rt.Tensor) (
 		shared = ctcWarpShared(c.tabs.maxS, c.C, frames, ctcWarpK[c.wsh.ki])
 		if ctcPipeline {
 			frames |= 1 << 16 // the kernel's pipeline flag
+		}
+		if ctcNoPairs {
+			frames |= 1 << 17 // the kernel's no-pairs flag
 		}
 	} else {
 		var passes int

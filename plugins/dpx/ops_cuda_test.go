@@ -492,8 +492,9 @@ func BenchmarkCUDAAlignShape(b *testing.B) {
 		ctcMinPass, ctcFrames, ctcForceK, ctcWarps, ctcUseBlock, ctcPipeline = p, f, k, w, bl, ls
 	}(ctcMinPass, ctcFrames, ctcForceK, ctcWarps, ctcUseBlock, ctcPipeline)
 	// kernel: "block" (dpx_ctc_align: pass, frames), "warp" (dpx_ctc_warp:
-	// k states a thread, warps, frames) or "pipe" (dpx_ctc_warp's float path
-	// as a pipeline of warps); 0 = the launcher's choice.
+	// k states a thread, warps, frames), "pipe" (dpx_ctc_warp's float path
+	// as a pipeline of warps) or "single" (dpx_ctc_warp without frame
+	// pairs); 0 = the launcher's choice.
 	type shape struct {
 		kernel                 string
 		pass, k, warps, frames int
@@ -501,15 +502,17 @@ func BenchmarkCUDAAlignShape(b *testing.B) {
 	blk := func(pass, frames int) shape { return shape{"block", pass, 0, 0, frames} }
 	wrp := func(k, warps, frames int) shape { return shape{"warp", 0, k, warps, frames} }
 	pip := func(k, warps int) shape { return shape{"pipe", 0, k, warps, 0} }
+	sgl := func(k, warps int) shape { return shape{"single", 0, k, warps, 0} }
+	defer func(np bool) { ctcNoPairs = np }(ctcNoPairs)
 	for _, sh := range []struct {
 		B, T, L int
 		shapes  []shape
 	}{
-		{1, 1500, 300, []shape{blk(0, 0), wrp(0, 0, 0), wrp(2, 10, 0), pip(2, 10), wrp(4, 5, 0), wrp(6, 4, 0), pip(6, 4),
-			wrp(8, 3, 0), wrp(12, 2, 0), wrp(20, 1, 0), wrp(24, 1, 0), wrp(20, 1, 64), wrp(0, 0, 16), wrp(0, 0, 64)}},
-		{1, 3000, 300, []shape{wrp(0, 0, 0), wrp(2, 10, 0), wrp(20, 1, 0)}},
+		{1, 1500, 300, []shape{blk(0, 0), wrp(0, 0, 0), sgl(6, 4), pip(6, 4), wrp(2, 10, 0), wrp(4, 5, 0), sgl(4, 5),
+			wrp(8, 3, 0), wrp(12, 2, 0), sgl(12, 2), wrp(20, 1, 0), sgl(20, 1), wrp(24, 1, 0), wrp(0, 0, 16), wrp(0, 0, 64)}},
+		{1, 3000, 300, []shape{wrp(0, 0, 0), sgl(6, 4), wrp(20, 1, 0)}},
 		{64, 1500, 300, []shape{blk(0, 0), wrp(0, 0, 0), wrp(20, 1, 0), wrp(2, 10, 0)}},
-		{1, 15000, 3000, []shape{blk(0, 0), wrp(0, 0, 0), pip(12, 16), wrp(8, 24, 0), pip(8, 24), wrp(16, 12, 0),
+		{1, 15000, 3000, []shape{blk(0, 0), wrp(0, 0, 0), sgl(12, 16), pip(12, 16), wrp(8, 24, 0), wrp(16, 12, 0),
 			wrp(6, 32, 0)}},
 	} {
 		Ts, Ls := make([]int, sh.B), make([]int, sh.B)
@@ -527,7 +530,7 @@ func BenchmarkCUDAAlignShape(b *testing.B) {
 		for _, c := range sh.shapes {
 			for _, pr := range precisions {
 				ctcMinPass, ctcFrames, ctcForceK, ctcWarps = c.pass, c.frames, c.k, c.warps
-				ctcUseBlock, ctcPipeline = c.kernel == "block", c.kernel == "pipe"
+				ctcUseBlock, ctcPipeline, ctcNoPairs = c.kernel == "block", c.kernel == "pipe", c.kernel == "single"
 				name := fmt.Sprintf("B=%d,T=%d,L=%d/%s,pass=%d,k=%d,warps=%d,frames=%d/%s", sh.B, sh.T, sh.L, c.kernel, c.pass, c.k, c.warps, c.frames, pr)
 				b.Run(name, func(b *testing.B) {
 					inst, err := rt.New("ctc_align", map[string]any{"precision": pr}, be)
