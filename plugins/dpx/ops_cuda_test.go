@@ -84,26 +84,30 @@ type ctcKernel struct {
 	block    bool // dpx_ctc_align
 	k, warps int  // dpx_ctc_warp: states a thread, warps (0: chosen)
 	pipeline bool // dpx_ctc_warp's float path as a pipeline of warps
+	noPairs  bool // dpx_ctc_warp's float path without frame pairs
 }
 
 // ctcKernels are the choices the parity tests run: the default, the block
 // kernel, and the register-resident one with one warp and with several
-// (in lockstep and pipelined).
+// (in lockstep with and without frame pairs, and pipelined).
 var ctcKernels = []ctcKernel{
 	{name: "default"},
 	{name: "block", block: true},
 	{name: "warp_k32x1", k: 32, warps: 1},
 	{name: "warp_k6x4", k: 6, warps: 4},
 	{name: "pipeline_k6x4", k: 6, warps: 4, pipeline: true},
+	{name: "single_k6x4", k: 6, warps: 4, noPairs: true},
 	{name: "warp_k2x10", k: 2, warps: 10},
 }
 
 // use sets the hooks for k until the test ends.
 func (k ctcKernel) use(tb testing.TB) {
 	old := []int{ctcForceK, ctcWarps}
-	oldBlock, oldPipe := ctcUseBlock, ctcPipeline
-	tb.Cleanup(func() { ctcForceK, ctcWarps, ctcUseBlock, ctcPipeline = old[0], old[1], oldBlock, oldPipe })
-	ctcForceK, ctcWarps, ctcUseBlock, ctcPipeline = k.k, k.warps, k.block, k.pipeline
+	oldBlock, oldPipe, oldPairs := ctcUseBlock, ctcPipeline, ctcNoPairs
+	tb.Cleanup(func() {
+		ctcForceK, ctcWarps, ctcUseBlock, ctcPipeline, ctcNoPairs = old[0], old[1], oldBlock, oldPipe, oldPairs
+	})
+	ctcForceK, ctcWarps, ctcUseBlock, ctcPipeline, ctcNoPairs = k.k, k.warps, k.block, k.pipeline, k.noPairs
 }
 
 // TestCUDAAlignGolden: every torchaudio golden, both precisions, every
