@@ -328,7 +328,7 @@ func (o *alignCUDA) ctcLaunch(S int) (passes, block, frames int) {
 const (
 	ctcWarpFrames   = 32 // frames per block of staged emission rows (dpx_ctc_warp: F)
 	ctcWarpTarget   = 6  // states per thread the default dpx_ctc_warp launch aims at
-	ctcWarpMaxWarps = 16 // and its most warps
+	ctcWarpMaxWarps = 12 // and its most warps
 )
 
 // ctcWarpShared is dpx_ctc_warp's dynamic shared memory for a largest
@@ -349,9 +349,9 @@ type ctcWarpShape struct{ ki, block, frames int }
 
 // ctcWarpLaunch picks the dpx_ctc_warp launch for a largest trellis of S
 // states over C columns: by default about ctcWarpTarget states a thread
-// (ceil(S/192) warps, at most 16, and the smallest K that covers S with
-// them: on the H200, 4 warps of 6 states for S = 601 and 16 of 12 for S =
-// 6001 were the fastest measured); ok is false
+// (ceil(S/192) warps, at most 12, and the smallest K that covers S with
+// them: on the H200 (cuda8-6), 4 warps of 6 states for S = 601 and 12 of 16
+// for S = 6001 were the fastest measured); ok is false
 // when no kernel covers S or the emission rows of even one frame do not fit
 // shared memory (dpx_ctc_align takes the call then).
 func (o *alignCUDA) ctcWarpLaunch(S, C int) (sh ctcWarpShape, ok bool) {
