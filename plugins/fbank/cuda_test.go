@@ -439,9 +439,9 @@ func TestCUDALaunchGeometry(t *testing.T) {
 			assert.Equal(t, launchGeom{cudaWarps, 8}, op.geometryFor(64, 3000))
 			assert.Equal(t, launchGeom{cudaWarps, 2}, op.geometryFor(8, 3000))
 			assert.Equal(t, launchGeom{cudaWarps, 1}, op.geometryFor(1, 3000))
-			// 64 x 30 s: fused, in-kernel statistics; one 30 s clip (188
-			// tiles): the separate launches.
-			assert.Equal(t, launchKnobs{fused: true}, op.knobsFor(64, ceilDiv(3000, launchGeom{cudaWarps, 8}.frames())))
+			// 64 x 30 s: in-kernel statistics; one 30 s clip (188 tiles):
+			// the fbank_stats launch.
+			assert.Equal(t, launchKnobs{}, op.knobsFor(64, ceilDiv(3000, launchGeom{cudaWarps, 8}.frames())))
 			assert.Equal(t, launchKnobs{statsKernel: true}, op.knobsFor(1, ceilDiv(3000, launchGeom{cudaWarps, 1}.frames())))
 		})
 	}

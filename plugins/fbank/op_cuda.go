@@ -450,12 +450,13 @@ func (o *cudaOp) launch(pcm cuda.DevicePtr, stride int64, items []int64, feats *
 // it takes from the pool are appended to scratch for the caller to free (in
 // stream order, so right after enqueue is fine).
 //
-// The launch: fbank_logmel over G = ceil(frames / tile) tiles an item, whose
-// last block of each item reduces the item's statistics (Whisper: the
-// floor, max - 8; Parakeet: the per-feature mean and 1/(std + eps)), and
-// then normalises the item's tiles itself (fused; Whisper: only the tiles
-// with a value under the floor do work). With normalize=global, or the
-// benchmark knobs, fbank_normalize (and fbank_stats) are launched instead.
+// The launches (knobsFor): fbank_logmel over G = ceil(frames / tile) tiles
+// an item, whose last block of each item reduces the item's statistics
+// (Whisper: the floor, max - 8; Parakeet: the per-feature mean and
+// 1/(std + eps)), or fbank_stats does (Parakeet, G > 64); then
+// fbank_normalize, one block a tile (Whisper: only the tiles with a value
+// under the floor do work). The fused knob moves the normalisation into
+// fbank_logmel's own launch.
 func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats *runtime.Tensor, frames int, scratch *[]*cuda.Buffer) (cuda.DevicePtr, error) {
 	c, be := &o.fe.cfg, o.be
 	batch := len(items) / 3
@@ -543,15 +544,17 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	return bad, nil
 }
 
-// knobsFor picks the launches for a batch of G tiles an item: fused when
-// the grid is at least two waves of blocks (4 an SM; measured faster for
-// 64 x 30 s, slower for one clip); the fbank_stats launch for Parakeet when
-// G > 64 (one 30 s clip: 188 tiles; the in-kernel reduction was slower).
+// knobsFor picks the launches for a batch of G tiles an item: the
+// separate fbank_normalize launch (the fused one, its tiles interleaved a lag
+// behind the transforms, measured 9 us slower for 64 x 30 s Whisper and
+// 22 us slower for Parakeet on the H200: docs/bench/fbank_gpu.md), and the
+// fbank_stats launch for Parakeet when G > 64 (one 30 s clip: 188 tiles,
+// whose reduction by the item's last block was slower).
 func (o *cudaOp) knobsFor(batch, groups int) launchKnobs {
 	if o.knobs != nil {
 		return *o.knobs
 	}
-	return launchKnobs{fused: batch*groups >= 8*o.sms, statsKernel: groups > 64}
+	return launchKnobs{statsKernel: groups > 64}
 }
 
 // geometryFor picks fbank_logmel's block shape: 4 warps, and 8, 4 or 2 steps
