@@ -1102,7 +1102,11 @@ __device__ __forceinline__ void encode(const Params& p) {
       __syncthreads();
   }
 #endif
-  if (PW && threadIdx.x >= C::kThreads) {
+  // The role is warp-uniform by construction (a shuffle from lane 0), so
+  // that ptxas sees one if/else per warpgroup role and applies the
+  // setmaxnreg budgets to its register allocation.
+  const int wgIdx = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
+  if (PW && (AW ? wgIdx == C::kWarps / 4 : threadIdx.x >= C::kThreads)) {
     // The producer warp (AW: warpgroup, whose first warp produces and which
     // hands registers to the compute warpgroups: setmaxnreg).
 #if RVQ_HAVE_WGMMA
