@@ -553,6 +553,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     if (valid && q0 == 0 && p.status != nullptr && !(rnorm2[i] <= static_cast<float>(p.limit)))
       atomicMin(p.status, static_cast<unsigned long long>(row));
   }
+  cbar();  // rnorm[i] is read by row i's owner warp, in another warpgroup for some rows
 
 #if RVQ_HAVE_WGMMA
   // wgmma descriptors assume 1024-byte aligned swizzle atoms.
