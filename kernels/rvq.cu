@@ -553,7 +553,6 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     if (valid && q0 == 0 && p.status != nullptr && !(rnorm2[i] <= static_cast<float>(p.limit)))
       atomicMin(p.status, static_cast<unsigned long long>(row));
   }
-  cbar();  // rnorm[i] is read by row i's owner warp, in another warpgroup for some rows
 
 #if RVQ_HAVE_WGMMA
   // wgmma descriptors assume 1024-byte aligned swizzle atoms.
@@ -1103,11 +1102,7 @@ __device__ __forceinline__ void encode(const Params& p) {
       __syncthreads();
   }
 #endif
-  // The role is warp-uniform by construction (a shuffle from lane 0), so
-  // that ptxas sees one if/else per warpgroup role and applies the
-  // setmaxnreg budgets to its register allocation.
-  const int wgIdx = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
-  if (PW && (AW ? wgIdx == C::kWarps / 4 : threadIdx.x >= C::kThreads)) {
+  if (PW && threadIdx.x >= C::kThreads) {
     // The producer warp (AW: warpgroup, whose first warp produces and which
     // hands registers to the compute warpgroups: setmaxnreg).
 #if RVQ_HAVE_WGMMA
