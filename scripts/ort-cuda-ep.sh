@@ -65,13 +65,8 @@ pack() {
 			[[ $got == "$LIB_SHA256" ]] || die "$ORT_CUDA_EP_XZ decompresses to sha256 $got, want $LIB_SHA256"
 			cp "$ORT_CUDA_EP_XZ" "$xz.tmp" && mv "$xz.tmp" "$xz"
 		else
-			if [[ ! -s $tgz ]]; then
-				command -v npm >/dev/null || die "npm is needed to fetch $PKG@$VERSION"
-				(cd "$cache" && npm pack "$PKG@$VERSION" >/dev/null) || die "npm pack $PKG@$VERSION failed"
-			fi
+			fetch_npm "$PKG" "$INTEGRITY" "$tgz"
 			local got
-			got=sha512-$(openssl dgst -sha512 -binary "$tgz" | base64 -w0)
-			[[ $got == "$INTEGRITY" ]] || die "$tgz has integrity $got, want $INTEGRITY (delete it to fetch again)"
 			tar -xzf "$tgz" -C "$cache" "$LIB_IN_TGZ"
 			got=$(sha256 "$cache/$LIB_IN_TGZ")
 			[[ $got == "$LIB_SHA256" ]] || die "$LIB_IN_TGZ has sha256 $got, want $LIB_SHA256"
@@ -105,18 +100,26 @@ pack() {
 	echo "$n parts in $parts/1 .. $parts/$n"
 }
 
+# fetch_npm PKG INTEGRITY TGZ: npm pack PKG@$VERSION into TGZ's directory
+# unless TGZ is there, then check TGZ against the pinned sha512 integrity
+# (npm's "sha512-<base64>" form).
+fetch_npm() {
+	local pkg=$1 integrity=$2 tgz=$3 got
+	if [[ ! -s $tgz ]]; then
+		command -v npm >/dev/null || die "npm is needed to fetch $pkg@$VERSION"
+		(cd "$(dirname "$tgz")" && npm pack "$pkg@$VERSION" >/dev/null) || die "npm pack $pkg@$VERSION failed"
+	fi
+	got=sha512-$(openssl dgst -sha512 -binary "$tgz" | base64 -w0)
+	[[ $got == "$integrity" ]] || die "$tgz has integrity $got, want $integrity (delete it to fetch again)"
+}
+
 core() {
 	local dir=$1
 	local cache=${XDG_CACHE_HOME:-$HOME/.cache}/edge/ort-cuda-ep/$VERSION
 	local tgz=$cache/$CORE_PKG-$VERSION.tgz
 	mkdir -p "$cache" "$dir"
-	if [[ ! -s $tgz ]]; then
-		command -v npm >/dev/null || die "npm is needed to fetch $CORE_PKG@$VERSION"
-		(cd "$cache" && npm pack "$CORE_PKG@$VERSION" >/dev/null) || die "npm pack $CORE_PKG@$VERSION failed"
-	fi
+	fetch_npm "$CORE_PKG" "$CORE_INTEGRITY" "$tgz"
 	local got
-	got=sha512-$(openssl dgst -sha512 -binary "$tgz" | base64 -w0)
-	[[ $got == "$CORE_INTEGRITY" ]] || die "$tgz has integrity $got, want $CORE_INTEGRITY (delete it to fetch again)"
 	local tmp
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' RETURN

@@ -67,18 +67,7 @@ func BenchmarkCUDAFbank(b *testing.B) {
 				}
 				outBytes := run() // warm-up: module, pool, staging
 				op := cudaOpOf(b, map[string]any{"preset": preset}, be)
-				lens := make([]int, batch)
-				for i := range lens {
-					lens[i] = len(x)
-				}
-				items, _, shape, frames, err := op.plan(lens)
-				if err != nil {
-					b.Fatal(err)
-				}
-				feats, err := be.Empty(runtime.F32, shape)
-				if err != nil {
-					b.Fatal(err)
-				}
+				items, feats, frames := plannedBatch(b, be, op, batch, len(x))
 				defer feats.Buffer().Free()
 				pcmPtr, _ := cuda.Ptr(dev)
 
@@ -126,18 +115,7 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 		pcmPtr, _ := cuda.Ptr(dev)
 		for _, preset := range []string{"whisper-128", "parakeet-128"} {
 			op := cudaOpOf(b, map[string]any{"preset": preset}, be)
-			lens := make([]int, batch)
-			for i := range lens {
-				lens[i] = len(x)
-			}
-			items, _, shape, frames, err := op.plan(lens)
-			if err != nil {
-				b.Fatal(err)
-			}
-			feats, err := be.Empty(runtime.F32, shape)
-			if err != nil {
-				b.Fatal(err)
-			}
+			items, feats, frames := plannedBatch(b, be, op, batch, len(x))
 			type variant struct {
 				g      launchGeom
 				knobs  *launchKnobs // nil: the op's choice
@@ -214,18 +192,7 @@ func BenchmarkCUDAFbankClamp(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		lens := make([]int, batch)
-		for i := range lens {
-			lens[i] = len(clip)
-		}
-		items, _, shape, frames, err := op.plan(lens)
-		if err != nil {
-			b.Fatal(err)
-		}
-		feats, err := be.Empty(runtime.F32, shape)
-		if err != nil {
-			b.Fatal(err)
-		}
+		items, feats, frames := plannedBatch(b, be, op, batch, len(clip))
 		pcmPtr, _ := cuda.Ptr(dev)
 		for _, fused := range []bool{false, true} {
 			suffix := ""
@@ -245,6 +212,24 @@ func BenchmarkCUDAFbankClamp(b *testing.B) {
 		_ = feats.Buffer().Free()
 		_ = dev.Buffer().Free()
 	}
+}
+
+// plannedBatch plans op for batch items of n samples each and allocates
+// their features on the device: the launch inputs of enqueueTime (the
+// caller frees feats).
+func plannedBatch(b *testing.B, be *cuda.Backend, op *cudaOp, batch, n int) (items []int64, feats *runtime.Tensor, frames int) {
+	lens := make([]int, batch)
+	for i := range lens {
+		lens[i] = n
+	}
+	items, _, shape, frames, err := op.plan(lens)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if feats, err = be.Empty(runtime.F32, shape); err != nil {
+		b.Fatal(err)
+	}
+	return items, feats, frames
 }
 
 // tilesUnderFloor counts the tiles (of `tile` frames) of the first item of

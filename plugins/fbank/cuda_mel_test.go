@@ -28,11 +28,7 @@ func TestTF32(t *testing.T) {
 func TestMelTiles(t *testing.T) {
 	for _, preset := range []string{"whisper-128", "whisper-80", "parakeet-128", "nemo-legacy-128"} {
 		t.Run(preset, func(t *testing.T) {
-			cfg, err := Preset(preset)
-			require.NoError(t, err)
-			fe, err := NewFrontend(cfg)
-			require.NoError(t, err)
-			bank := &fe.bank
+			bank := presetBank(t, preset)
 			frags, tiles := melTiles(bank)
 			nFreq := bank.nFreq
 			rng := rand.New(rand.NewPCG(1, 2))
@@ -94,11 +90,7 @@ func TestMelTiles(t *testing.T) {
 func TestMelWeights(t *testing.T) {
 	for _, preset := range []string{"whisper-128", "whisper-80", "parakeet-128", "nemo-legacy-128"} {
 		t.Run(preset, func(t *testing.T) {
-			cfg, err := Preset(preset)
-			require.NoError(t, err)
-			fe, err := NewFrontend(cfg)
-			require.NoError(t, err)
-			bank := &fe.bank
+			bank := presetBank(t, preset)
 			w, pitch := melWeights(bank)
 			require.Len(t, w, pitch*bank.nMels)
 			nonzero := 0
@@ -117,4 +109,13 @@ func TestMelWeights(t *testing.T) {
 			assert.Equal(t, len(bank.w), nonzero)
 		})
 	}
+}
+
+// presetBank is the mel filterbank of a named preset's frontend.
+func presetBank(t *testing.T, preset string) *melBank {
+	cfg, err := Preset(preset)
+	require.NoError(t, err)
+	fe, err := NewFrontend(cfg)
+	require.NoError(t, err)
+	return &fe.bank
 }
