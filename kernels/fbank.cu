@@ -273,7 +273,7 @@ __device__ float mel_tc(const float* P, int pitchW, int rows, int valid, int H, 
 // [t·hop, (t+1)·hop) (the last computed frame: up to real) are checked: the
 // smallest index of a NaN/Inf sample of item b goes to bad[b] (atomicMin;
 // the caller presets it to all ones).
-template <int N>
+template <int N, bool kAsync>
 __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long pcm_stride, const Item* __restrict__ items,
                        const float* __restrict__ window, const float2* __restrict__ twN,
                        const float2* __restrict__ colTw, const Band* __restrict__ bands, const float* __restrict__ weights, long long shared_w,
@@ -285,6 +285,9 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
                        const int4* __restrict__ mel_tiles, unsigned long long* tickets, double clamp, double eps,
                        void* result, long long* ready, long long epoch, long long stages) {
   using Fr = fbank::Frame<N>;
+  // The frame pitch (float2): Frame<N>::S, or for kAsync the padded pitch
+  // whose tail past the power rows holds the warp's staged samples.
+  constexpr int S = kAsync ? fbank::AsyncPitch<N>::S : Fr::S;
   const long long x = tl.x, b = tl.b, G = tl.G;
   extern __shared__ float2 smem[];
   const int W = blockDim.x / kWarp, threads = blockDim.x;
@@ -294,8 +297,8 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
   // The stage's row pitch (<= M + 4): see the write-out below.
   const int pitch = layout == 0 ? (M % 8 == 0 ? M + 2 : M + 1) : (M % 4 == 0 ? M + 4 : M + 1);
   const long long F = (long long)R * steps;
-  float2* T = smem + warp * fbank::kGroups * Fr::S;  // the warp's 4 frame buffers
-  double* acc = reinterpret_cast<double*>(smem + W * fbank::kGroups * Fr::S);  // Σy, Σy² per feature
+  float2* T = smem + warp * fbank::kGroups * S;  // the warp's 4 frame buffers
+  double* acc = reinterpret_cast<double*>(smem + W * fbank::kGroups * S);  // Σy, Σy² per feature
   float* const stage0 = reinterpret_cast<float*>(acc + (stats == kStatsMoments ? 2 * M : 0));
   const long long t0 = x * F;
   // The filterbank's shared copy (when shared_w > 0); mel4 is called with
@@ -303,6 +306,32 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
   Band* const sb = reinterpret_cast<Band*>(stage0 + stages * R * pitch);
   float* const sw = reinterpret_cast<float*>(sb + M);
   const Item it = items[b];  // first: its latency hides under the copies below
+  const float* row = pcm + b * pcm_stride;
+  const int r0 = warp * fbank::kGroups;  // the warp's first staged row
+  // kAsync: the warp's samples of step s are copied (cp.async, 16-byte
+  // chunks) into pb, past its power rows in its frame buffers, while step
+  // s - 1 runs (issued after that step's Pairs, the last reader of the
+  // buffers' tails; for step 0 here). stage_pcm(s) issues the copy when the
+  // warp's 4 frames of step s are all computed interior frames whose
+  // 16-byte-aligned span [a, a + 4·chunks) covering samples
+  // [start0 - 1, start3 + N) lies inside [0, real) and fits in pb (kCap
+  // floats); it returns frame 0's first sample in pb, or -1 (not staged:
+  // the step loads from global memory). Warp-uniform.
+  float* const pb = reinterpret_cast<float*>(T) + fbank::kGroups * (Fr::H + 1);  // 16-byte aligned
+  constexpr int kCap = 8 * S - fbank::kGroups * (Fr::H + 1);
+  auto stage_pcm = [&](int s) -> int {
+    const long long tf = t0 + (long long)s * R + r0;
+    if (!kAsync || s >= steps || tf + fbank::kGroups > it.computed) return -1;
+    const long long lo = tf * hop - pad - 1, hi = (tf + fbank::kGroups - 1) * hop - pad + N;
+    if (lo < 0) return -1;
+    const long long a = lo - (long long)((reinterpret_cast<unsigned long long>(row + lo) >> 2) & 3);
+    const long long chunks = (hi - a + 3) >> 2;
+    if (a < 0 || a + 4 * chunks > it.real || 4 * chunks > kCap) return -1;
+    for (int c = lane; c < (int)chunks; c += kWarp) fbank::cp_async16(pb + 4 * c, row + a + 4 * c);
+    fbank::cp_async_commit();
+    return (int)(lo + 1 - a);
+  };
+  int poff = stage_pcm(0);  // where this step's staged samples start in pb (-1: none)
   if (shared_w > 0) {
     // Loads 8 at a time before their stores (a dependent load-store loop
     // waited a memory latency a word: 2-3% of the kernel).
@@ -322,7 +351,6 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
     for (int i = threadIdx.x; i < 2 * M; i += threads) acc[i] = 0;
   }
   __syncthreads();
-  const float* row = pcm + b * pcm_stride;
   // Whisper (kStatsMax) stores (y + 4)/4 and its normalisation is then only
   // the clamp at the item's floor (norm1).
   const fbank::LogMel lg{(float)guard, fmaxf((float)floor_, 1.17549435e-38f), (float)scale,
@@ -334,11 +362,10 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
     const long long ts = t0 + (long long)st * R;  // the step's first frame
     if (ts >= frames) break;                         // block-uniform
     float* const stage = stage0 + (stages == 2 ? (st & 1) * R * pitch : 0);
-    const int r0 = warp * fbank::kGroups;           // the warp's first staged row
     const int nact = (int)min((long long)fbank::kGroups, max(0LL, it.computed - (ts + r0)));
     if (nact > 0) {  // warp-uniform
       __syncwarp();    // every lane is done with the previous step's power rows (mel4) before they are overwritten
-      if (FBANK_PREFETCH && st + 1 < steps) {
+      if (FBANK_PREFETCH && !kAsync && st + 1 < steps) {
         // Ask L2 for the samples of the warp's frames in the next step, one
         // 128-byte line a lane (a hint: in-bounds addresses only).
         const long long s0 = max(0LL, (ts + R + r0) * hop - pad) + 32LL * lane;
@@ -347,10 +374,17 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
       const long long t = ts + r0 + g;
       const bool active = g < nact;
       fbank::Source src{row, it.n, it.real, t * hop - pad, (int)reflect, (float)preemph};
-      float2* Tg = T + g * Fr::S;
+      float2* Tg = T + g * S;
       {
         fbank::Column<N> col;
-        col.load(src, win2, n1, active, Tg + n1 * Fr::R);
+        if (kAsync && poff >= 0) {  // warp-uniform: the 4 frames are staged
+          fbank::cp_async_wait_all();
+          __syncwarp();  // every lane's chunks have landed
+          col.load_interior(pb + poff + g * hop, win2, n1, (float)preemph);
+          __syncwarp();  // every lane has read them before col.store overwrites pb
+        } else {
+          col.load(src, win2, n1, active, Tg + n1 * Fr::R);
+        }
         col.transform(colTw, n1);
         // Finite check of the samples each frame owns, [t·hop, (t+1)·hop)
         // (the last computed frame: up to real): free when the interior
@@ -371,12 +405,13 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
       fbank::Pairs<N> pr;
       pr.compute(Tg, twN, n1);
       __syncwarp();
+      if (kAsync) poff = stage_pcm(st + 1);  // into the buffers' tails, free until the next step's col.store
       pr.store(reinterpret_cast<float*>(T), n1, g);
 #if FBANK_MEL_TC
     }
     __syncthreads();  // every frame's power row
     const int valid = (int)max(0LL, min((long long)R, it.computed - ts));
-    mx = fmaxf(mx, mel_tc(reinterpret_cast<const float*>(smem), fbank::kGroups * 2 * Fr::S, R, valid, Fr::H, mel_frag,
+    mx = fmaxf(mx, mel_tc(reinterpret_cast<const float*>(smem), fbank::kGroups * 2 * S, R, valid, Fr::H, mel_frag,
                           mel_tiles, M,
                           lg, stage, pitch, warp, W, lane, mn));
 #else
@@ -700,10 +735,10 @@ namespace {
 //     separate normalize launch goes. counters[1] counts finished blocks;
 //     the last one resets both (0 at the next launch). Needs tickets (the
 //     in-kernel statistics).
-template <int N>
+template <int N, bool kAsync>
 __device__ void entry(FBANK_LOGMEL_ARGS) {
   if (!fused) {
-    logmel<N>(Tile{blockIdx.x, blockIdx.y, gridDim.x, gridDim.y}, FBANK_LOGMEL_PASS);
+    logmel<N, kAsync>(Tile{blockIdx.x, blockIdx.y, gridDim.x, gridDim.y}, FBANK_LOGMEL_PASS);
     return;
   }
   __shared__ unsigned long long id;
@@ -723,7 +758,7 @@ __device__ void entry(FBANK_LOGMEL_ARGS) {
   }
   const Tile tl{k % G, item, G, B};
   if (!norm) {
-    logmel<N>(tl, FBANK_LOGMEL_PASS);
+    logmel<N, kAsync>(tl, FBANK_LOGMEL_PASS);
   } else {
     extern __shared__ float2 smem[];
     normalize_tile(tl, out, items, n_mels, frames, layout, stats, tile, static_cast<const float*>(partial),
@@ -739,10 +774,23 @@ __device__ void entry(FBANK_LOGMEL_ARGS) {
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n400(FBANK_LOGMEL_ARGS) {
-  entry<400>(FBANK_LOGMEL_CALL);
+  entry<400, false>(FBANK_LOGMEL_CALL);
 }
 
 extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n512(FBANK_LOGMEL_ARGS) {
-  entry<512>(FBANK_LOGMEL_CALL);
+  entry<512, false>(FBANK_LOGMEL_CALL);
+}
+
+// fbank_logmel_n{400,512}_async are fbank_logmel_n{N} with the next step's
+// samples staged in shared memory by cp.async (logmel's kAsync): frame
+// pitch fbank::AsyncPitch<N>::S instead of Frame<N>::S, no L2 prefetch.
+extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS)
+    fbank_logmel_n400_async(FBANK_LOGMEL_ARGS) {
+  entry<400, true>(FBANK_LOGMEL_CALL);
+}
+
+extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS)
+    fbank_logmel_n512_async(FBANK_LOGMEL_ARGS) {
+  entry<512, true>(FBANK_LOGMEL_CALL);
 }
 

@@ -195,6 +195,23 @@ struct Frame {
   static_assert(C * kLanes == H && (C == 25 || C == 32), "n_fft must be 400 or 512");
 };
 
+// AsyncPitch is the frame pitch (float2) of fbank.cu's kAsync kernels: a
+// warp's 4 frame buffers (8·S floats) hold its power rows (4·(H+1) floats,
+// from the start) and, past them, the samples of its next step (staged by
+// cp.async while the power rows are in use): up to 8·S - 4·(H+1) floats
+// (1052 for N = 400: hop <= 215; 1084 for N = 512: hop <= 189). S ≡ 8
+// (mod 16) as Frame's (the 4 frames' row stores stay conflict-free).
+template <int N>
+struct AsyncPitch;
+template <>
+struct AsyncPitch<400> {
+  static constexpr int S = 232;  // Frame<400>::S = 200 leaves 796 floats: too few for hop 160
+};
+template <>
+struct AsyncPitch<512> {
+  static constexpr int S = 264;  // Frame<512>::S
+};
+
 template <int C>
 struct ColumnDFT;
 template <>
@@ -255,16 +272,7 @@ struct Column {
   EDGE_HD void load(const Source& s, const float2* win2, int n1, bool active, float2* row) {
     fast = active && s.start >= 1 && s.start + N <= s.real;
     if (fast) {
-      const float* p = s.pcm + s.start + 2 * n1;
-      // The lanes read pairs (x[2n], x[2n+1]): one 8-byte load each when
-      // the frame starts at an even address (the frame's 8 lanes agree).
-      const bool pairs = (reinterpret_cast<unsigned long long>(p) & 7) == 0;
-      const float a = s.preemph;
-      if (pairs) {
-        a != 0.f ? load_fast<true, true>(p, win2, n1, a) : load_fast<true, false>(p, win2, n1, a);
-      } else {
-        a != 0.f ? load_fast<false, true>(p, win2, n1, a) : load_fast<false, false>(p, win2, n1, a);
-      }
+      load_interior(s.pcm + s.start, win2, n1, s.preemph);
       return;
     }
     // Edge frames are rare: a rolled loop through the lane's buffer row
@@ -282,7 +290,23 @@ struct Column {
     for (int j = 0; j < F::C; j++) v[j] = row[j];
   }
 
-  // load_fast is load's interior path: p = pcm + start + 2·n1, kPairs: p is
+  // load_interior is load's interior path for a frame whose samples are
+  // x[0..N) at f, x[-1] readable when a != 0 (global memory, or the warp's
+  // staged copy in shared memory: fbank.cu's kAsync): sets fast.
+  EDGE_HD void load_interior(const float* f, const float2* win2, int n1, float a) {
+    fast = true;
+    const float* p = f + 2 * n1;
+    // The lanes read pairs (x[2n], x[2n+1]): one 8-byte load each when
+    // the frame starts at an even address (the frame's 8 lanes agree).
+    const bool pairs = (reinterpret_cast<unsigned long long>(p) & 7) == 0;
+    if (pairs) {
+      a != 0.f ? load_fast<true, true>(p, win2, n1, a) : load_fast<true, false>(p, win2, n1, a);
+    } else {
+      a != 0.f ? load_fast<false, true>(p, win2, n1, a) : load_fast<false, false>(p, win2, n1, a);
+    }
+  }
+
+  // load_fast is load_interior's loop: p = pcm + start + 2·n1, kPairs: p is
   // 8-byte aligned, kPre: pre-emphasis a.
   template <bool kPairs, bool kPre>
   EDGE_HD void load_fast(const float* p, const float2* win2, int n1, float a) {
@@ -408,6 +432,19 @@ struct Pairs {
     }
   }
 };
+
+// cp_async16 copies 16 bytes from global to shared memory asynchronously
+// (both 16-byte aligned; sm_80+); cp_async_commit closes the thread's group
+// of copies and cp_async_wait_all waits for all of them (then a barrier
+// makes the other threads' copies visible). GPU only (fbank.cu's kAsync).
+#ifdef __CUDACC__
+__device__ __forceinline__ void cp_async16(float* smem, const float* gmem) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(smem)), "l"(gmem)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+#endif
 
 // Band is one mel filter's non-zero span: the bins start .. start+len. The
 // weights are laid out by position in the band, w[j·n_mels + m] for filter

@@ -92,8 +92,11 @@ func BenchmarkCUDAFbank(b *testing.B) {
 // fbank_logmel (warps per block, steps of 4 frames per warp) with the op's
 // choice of launches (knobsFor), and for the default shape each way: the
 // normalisation in fbank_logmel (/fused), the fbank_normalize launch
-// (/separate), the op's choice with one stage of rows (/1stage) and, for
-// Parakeet, the fbank_stats launch (/stats).
+// (/separate), the op's choice with one stage of rows (/1stage), the
+// kernel that stages the samples by cp.async (/async, /async1stage, and for
+// the batch /async at other shapes), the normalisation tiles all after the
+// transform tiles (/fusedall, /async-fusedall) and, for Parakeet, the
+// fbank_stats launch (/stats).
 //
 //	plugins_fbank.test -test.run '^$' -test.bench CUDAFbankGeometry -test.benchtime 100x
 func BenchmarkCUDAFbankGeometry(b *testing.B) {
@@ -102,7 +105,7 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 		b.Fatal(err)
 	}
 	x := clip30s(b)
-	shapes := map[int][]launchGeom{64: {{4, 1}, {4, 2}, {4, 4}, {4, 8}, {4, 16}}, 1: {{1, 1}, {2, 1}, {4, 1}}}
+	shapes := map[int][]launchGeom{64: {{4, 1}, {4, 2}, {4, 4}, {4, 8}, {4, 16}, {2, 8}, {2, 16}}, 1: {{1, 1}, {2, 1}, {4, 1}}}
 	for _, batch := range []int{64, 1} {
 		pcm := make([]float32, batch*len(x))
 		for i := range batch {
@@ -128,14 +131,24 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 			def := op.geometryFor(batch, frames)
 			one := op.knobsFor(batch, ceilDiv(frames, def.frames())) // the op's choice, one stage
 			one.oneStage = true
+			async, async1 := op.knobsFor(batch, ceilDiv(frames, def.frames())), one
+			async.async, async1.async = true, true
 			variants = append(variants, variant{def, &launchKnobs{fused: true}, "/fused"},
-				variant{def, &launchKnobs{}, "/separate"}, variant{def, &one, "/1stage"})
+				variant{def, &launchKnobs{}, "/separate"}, variant{def, &one, "/1stage"},
+				variant{def, &async, "/async"}, variant{def, &async1, "/async1stage"},
+				variant{def, &launchKnobs{fused: true, lagAll: true}, "/fusedall"},
+				variant{def, &launchKnobs{fused: true, lagAll: true, async: true}, "/async-fusedall"})
+			if batch > 1 {
+				for _, g := range []launchGeom{{4, 4}, {2, 8}, {2, 16}} {
+					variants = append(variants, variant{g, &launchKnobs{async: true}, "/async"})
+				}
+			}
 			if preset == "parakeet-128" {
 				variants = append(variants, variant{def, &launchKnobs{statsKernel: true}, "/stats"})
 			}
 			for _, v := range variants {
 				g := v.g
-				if op.shared(g) > op.sharedLimit {
+				if op.shared(g, v.knobs != nil && v.knobs.async) > op.sharedLimit {
 					continue
 				}
 				b.Run(fmt.Sprintf("%s/B%d/w%ds%d%s", preset, batch, g.warps, g.steps, v.suffix), func(b *testing.B) {

@@ -389,10 +389,10 @@ func TestCUDARepeatedRuns(t *testing.T) {
 	bad := append([]float32(nil), a[1]...)
 	bad[777] = float32(math.NaN())
 	for _, preset := range []string{"whisper-128", "parakeet-128"} {
-		for _, fused := range []bool{false, true} {
+		for _, kn := range []launchKnobs{{}, {fused: true}, {async: true}} {
 			cfg := map[string]any{"preset": preset}
 			o := cudaOpOf(t, cfg, be)
-			o.knobs = &launchKnobs{fused: fused}
+			o.knobs = &kn
 			run := func(clips ...[]float32) (runtime.Tensors, error) {
 				in := batchInput(clips)
 				dev, err := be.Upload(in["pcm"])
@@ -402,7 +402,7 @@ func TestCUDARepeatedRuns(t *testing.T) {
 				return o.Run(context.Background(), in)
 			}
 			for i, clips := range [][][]float32{a, b, a, nil, a, b} {
-				t.Run(fmt.Sprintf("%s/fused=%v/run%d", preset, fused, i), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/%+v/run%d", preset, kn, i), func(t *testing.T) {
 					if clips == nil {
 						_, err := run(a[0], bad)
 						assert.ErrorContains(t, err, "pcm item 1 sample 777 is NaN")
@@ -432,10 +432,14 @@ func TestCUDALaunchGeometry(t *testing.T) {
 		t.Run(preset, func(t *testing.T) {
 			op := cudaOpOf(t, map[string]any{"preset": preset}, be)
 			assert.Positive(t, op.sharedW, "filterbank weights in shared memory")
-			assert.LessOrEqual(t, op.shared(launchGeom{cudaWarps, 8}), op.sharedLimit)
 			g := launchGeom{cudaWarps, 8}
-			assert.LessOrEqual(t, op.sharedFor(g, op.stagesFor(g)), op.sharedLimit, "%d stages", op.stagesFor(g))
-			t.Logf("%s: %d stages, %d B of shared memory a block", preset, op.stagesFor(g), op.sharedFor(g, op.stagesFor(g)))
+			require.NotNil(t, op.logmelAsync, "fbank_logmel_n%d_async in the fatbin", op.fe.cfg.NFFT)
+			for _, async := range []bool{false, true} {
+				assert.LessOrEqual(t, op.shared(g, async), op.sharedLimit)
+				st := op.stagesFor(g, async)
+				assert.LessOrEqual(t, op.sharedFor(g, st, async), op.sharedLimit, "%d stages", st)
+				t.Logf("%s async=%v: %d stages, %d B of shared memory a block", preset, async, st, op.sharedFor(g, st, async))
+			}
 			assert.Equal(t, launchGeom{cudaWarps, 8}, op.geometryFor(64, 3000))
 			assert.Equal(t, launchGeom{cudaWarps, 2}, op.geometryFor(8, 3000))
 			assert.Equal(t, launchGeom{cudaWarps, 1}, op.geometryFor(1, 3000))
@@ -450,8 +454,10 @@ func TestCUDALaunchGeometry(t *testing.T) {
 // TestCUDAParityGeometry checks the launch shapes (steps of 4 frames a warp,
 // blocks of 1 to 4 warps) on a batch of ragged clips, in both layouts, the
 // normalisation both ways (the fbank_normalize launch, or fbank_logmel's own
-// tiles: fused), Parakeet's moments both ways (fbank_logmel's last block of
-// an item, or the fbank_stats launch) and one or two stages of rows. Whisper pads the short clips to 30 s, so
+// tiles: fused, interleaved or all after the transforms: lagAll),
+// Parakeet's moments both ways (fbank_logmel's last block of an item, or the
+// fbank_stats launch), one or two stages of rows, and the kernels that
+// stage the samples by cp.async (async). Whisper pads the short clips to 30 s, so
 // some of their tiles fall under the floor and are clamped, others are
 // skipped.
 func TestCUDAParityGeometry(t *testing.T) {
@@ -477,6 +483,11 @@ func TestCUDAParityGeometry(t *testing.T) {
 			{launchGeom{4, 1}, launchKnobs{fused: true}}, {launchGeom{1, 1}, launchKnobs{fused: true}},
 			{launchGeom{4, 4}, launchKnobs{statsKernel: true}}, {launchGeom{4, 1}, launchKnobs{statsKernel: true}},
 			{launchGeom{4, 4}, launchKnobs{oneStage: true}}, {launchGeom{4, 8}, launchKnobs{fused: true, oneStage: true}},
+			{launchGeom{4, 8}, launchKnobs{async: true}}, {launchGeom{4, 1}, launchKnobs{async: true}},
+			{launchGeom{1, 1}, launchKnobs{async: true}}, {launchGeom{4, 4}, launchKnobs{async: true, fused: true}},
+			{launchGeom{4, 8}, launchKnobs{async: true, oneStage: true}},
+			{launchGeom{4, 2}, launchKnobs{async: true, statsKernel: true}},
+			{launchGeom{4, 8}, launchKnobs{fused: true, lagAll: true}},
 		} {
 			g := tc.g
 			if tc.kn.statsKernel && cfg["preset"] != "parakeet-128" {

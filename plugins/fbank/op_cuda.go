@@ -38,8 +38,14 @@ const (
 //   - statsKernel: Parakeet's per-feature moments by the fbank_stats launch
 //     instead of fbank_logmel's last block of each item (which reduces the
 //     item's G partials alone: slow when G is large, a long single clip).
-//   - oneStage: one stage of rows even where two fit (stagesFor).
-type launchKnobs struct{ fused, statsKernel, oneStage bool }
+//   - oneStage: one stage of rows even where two fit (stagesFor);
+//   - async: the fbank_logmel_n{N}_async kernel, which stages each warp's
+//     samples of the next step in shared memory by cp.async (its frame
+//     buffers padded for them: cudaShared) instead of loading them from
+//     global memory at the step's start;
+//   - lagAll: with fused, every normalisation tile after every transform
+//     tile (lag = batch) instead of a lag of about the items in flight.
+type launchKnobs struct{ fused, statsKernel, oneStage, async, lagAll bool }
 
 // launchGeom is fbank_logmel's block shape: warps per block (1, 2, 4 or 8) and
 // steps, the rounds of 4 frames a warp does; a block owns
@@ -67,6 +73,7 @@ type cudaOp struct {
 	be                  *cuda.Backend
 	sms                 int
 	logmel, stats, norm *cuda.Kernel
+	logmelAsync         *cuda.Kernel // nil when the fatbin predates it
 	window, twiddle     *cuda.Buffer
 	colTw               *cuda.Buffer // W_H^(n1·k) at [k·8 + n1] (fbank_frame.cuh's Column)
 	bands, weights      *cuda.Buffer
@@ -109,7 +116,7 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 	if cfg.NFFT != 400 && cfg.NFFT != 512 {
 		return nil, fmt.Errorf("n_fft %d: the cuda kernels support 400 and 512 (use the cpu backend for other sizes)", cfg.NFFT)
 	}
-	if cudaShared(cfg.NFFT, cfg.NumMels, cudaWarps, true) > cudaMaxShared {
+	if cudaShared(cfg.NFFT, cfg.NumMels, cudaWarps, true, false) > cudaMaxShared {
 		return nil, fmt.Errorf("num_mels %d: the cuda kernels support at most %d mel filters", cfg.NumMels, cudaMaxMels(cfg.NFFT))
 	}
 	image, _, err := kernels.Fatbin()
@@ -128,6 +135,9 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 			return nil, err
 		}
 	}
+	if k, err := mod.Kernel(fmt.Sprintf("fbank_logmel_n%d_async", cfg.NFFT)); err == nil {
+		o.logmelAsync = k
+	}
 	o.statsMode = statsNone
 	switch cfg.Normalize {
 	case PerUtterance:
@@ -145,11 +155,14 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 	o.sharedLimit, o.smemSM = cudaMaxShared, cudaMaxShared+1024
 	if lim, err := o.logmel.MaxDynamicShared(); err == nil {
 		o.smemSM = lim + 1024
-		if want := min(lim, o.sharedFor(launchGeom{8, 1}, 2)); want > cudaMaxShared && o.logmel.SetMaxDynamicShared(want) == nil {
+		if want := min(lim, o.sharedFor(launchGeom{8, 1}, 2, true)); want > cudaMaxShared && o.logmel.SetMaxDynamicShared(want) == nil {
 			o.sharedLimit = want
+			if o.logmelAsync != nil && o.logmelAsync.SetMaxDynamicShared(want) != nil {
+				o.logmelAsync = nil
+			}
 		}
 	}
-	if o.shared(launchGeom{cudaWarps, 1}) > o.sharedLimit {
+	if o.shared(launchGeom{cudaWarps, 1}, false) > o.sharedLimit {
 		o.sharedW = 0
 	}
 	if err := o.uploadTables(); err != nil {
@@ -169,25 +182,30 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 
 // cudaShared is fbank_logmel's dynamic shared memory without the
 // filterbank: per warp 4 frame buffers of 8 rows of n_fft/16 complex points
-// (row pitch padded to odd, fbank_frame.cuh's Frame), the per-feature
+// (row pitch padded to odd, fbank_frame.cuh's Frame; for the async kernel
+// the frame pitch of fbank_frame.cuh's AsyncPitch), the per-feature
 // moments (2·n_mels float64) when the op normalises per feature, and
 // 4·warps staged rows of at most n_mels+4 floats.
-func cudaShared(nFFT, nMels, warps int, moments bool) int {
+func cudaShared(nFFT, nMels, warps int, moments, async bool) int {
 	c := nFFT / 16
 	if c%2 == 0 {
 		c++
 	}
-	s := warps*cudaGroups*8*c*8 + cudaGroups*warps*(nMels+4)*4
+	pitch := 8 * c // float2 a frame
+	if async && nFFT == 400 {
+		pitch = 232
+	}
+	s := warps*cudaGroups*pitch*8 + cudaGroups*warps*(nMels+4)*4
 	if moments {
 		s += 16 * nMels
 	}
 	return s
 }
 
-// shared is fbank_logmel's dynamic shared memory for this op and geometry
-// with one stage.
-func (o *cudaOp) shared(g launchGeom) int {
-	s := cudaShared(o.fe.cfg.NFFT, o.fe.cfg.NumMels, g.warps, o.statsMode == statsMoments)
+// shared is fbank_logmel's (async: fbank_logmel_n{N}_async's) dynamic
+// shared memory for this op and geometry with one stage.
+func (o *cudaOp) shared(g launchGeom, async bool) int {
+	s := cudaShared(o.fe.cfg.NFFT, o.fe.cfg.NumMels, g.warps, o.statsMode == statsMoments, async)
 	if o.sharedW > 0 {
 		s += (2*o.fe.cfg.NumMels + o.sharedW) * 4
 	}
@@ -195,16 +213,16 @@ func (o *cudaOp) shared(g launchGeom) int {
 }
 
 // sharedFor is shared with 1 or 2 stages (the staged rows double-buffered).
-func (o *cudaOp) sharedFor(g launchGeom, stages int) int {
-	return o.shared(g) + (stages-1)*cudaGroups*g.warps*(o.fe.cfg.NumMels+4)*4
+func (o *cudaOp) sharedFor(g launchGeom, stages int, async bool) int {
+	return o.shared(g, async) + (stages-1)*cudaGroups*g.warps*(o.fe.cfg.NumMels+4)*4
 }
 
 // stagesFor picks 2 stages (one block barrier a step instead of two) when
 // they fit in the opted-in limit and leave as many blocks an SM as one
 // stage does, up to the 16 warps an SM the 128 registers allow.
-func (o *cudaOp) stagesFor(g launchGeom) int {
+func (o *cudaOp) stagesFor(g launchGeom, async bool) int {
 	blocks := func(s int) int { return min(16/g.warps, o.smemSM/(s+1024+256)) } // + reserved and static
-	if s2 := o.sharedFor(g, 2); s2 <= o.sharedLimit && blocks(s2) >= blocks(o.shared(g)) {
+	if s2 := o.sharedFor(g, 2, async); s2 <= o.sharedLimit && blocks(s2) >= blocks(o.shared(g, async)) {
 		return 2
 	}
 	return 1
@@ -212,7 +230,7 @@ func (o *cudaOp) stagesFor(g launchGeom) int {
 
 // cudaMaxMels is the largest n_mels whose default geometry fits in 48 KiB.
 func cudaMaxMels(nFFT int) int {
-	return (cudaMaxShared - cudaShared(nFFT, 0, cudaWarps, false)) / (16 + cudaGroups*cudaWarps*4)
+	return (cudaMaxShared - cudaShared(nFFT, 0, cudaWarps, false, false)) / (16 + cudaGroups*cudaWarps*4)
 }
 
 // uploadTables puts the window (placed in the n_fft buffer), the twiddles
@@ -466,6 +484,8 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	}
 	geom := o.geometryFor(batch, frames)
 	groups := ceilDiv(frames, geom.frames())
+	kn := o.knobsFor(batch, groups)
+	async := kn.async && o.logmelAsync != nil && o.shared(geom, true) <= o.sharedLimit
 	alloc := func(bytes int) (*cuda.Buffer, error) {
 		s, err := be.Malloc(int64(max(bytes, 8)))
 		if err == nil {
@@ -491,7 +511,6 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 		return 0, err
 	}
 	result := partial.Ptr() + cuda.DevicePtr(partialBytes)
-	kn := o.knobsFor(batch, groups)
 	reduce := (o.statsMode == statsMax && math.IsNaN(o.fixedFloor)) || (o.statsMode == statsMoments && !kn.statsKernel)
 	if !reduce {
 		tickets = 0
@@ -503,6 +522,9 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	// The normalisation tiles of item b follow the transform tiles of item
 	// b + lag: about the items in flight (4 blocks an SM), plus one.
 	lag := ceilDiv(4*o.sms, groups) + 1
+	if kn.lagAll {
+		lag = batch
+	}
 	o.epoch++
 	reflect := 0
 	if c.PadMode == PadReflect {
@@ -512,7 +534,7 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	if c.Layout == TimeMel {
 		layout = 1
 	}
-	stages := o.stagesFor(geom)
+	stages := o.stagesFor(geom, async)
 	if kn.oneStage {
 		stages = 1
 	}
@@ -521,7 +543,11 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 		out, partial, o.statsMode, bad, o.melFrag, o.melTiles, tickets, clampRange, stdEpsilon, result,
 		fused, ptrs.counters, ptrs.ready, o.epoch, geom.frames(), o.fixedFloor, lag, stages}
 	block := cuda.Dim3{X: 32 * geom.warps, Y: 1, Z: 1}
-	err = o.logmel.Launch(cuda.Dim3{X: groups, Y: gridY, Z: 1}, block, o.sharedFor(geom, stages), args...)
+	logmel := o.logmel
+	if async {
+		logmel = o.logmelAsync
+	}
+	err = logmel.Launch(cuda.Dim3{X: groups, Y: gridY, Z: 1}, block, o.sharedFor(geom, stages, async), args...)
 	if err != nil || o.statsMode == statsNone || fused == 1 {
 		return bad, err
 	}
@@ -563,7 +589,7 @@ func (o *cudaOp) knobsFor(batch, groups int) launchKnobs {
 // GPU). Blocks of 1 or 2 warps measured slower for a single clip too
 // (BenchmarkCUDAFbankGeometry, docs/bench/fbank_gpu.md).
 func (o *cudaOp) geometryFor(batch, frames int) launchGeom {
-	if o.fixed.warps > 0 && o.shared(o.fixed) <= o.sharedLimit {
+	if o.fixed.warps > 0 && o.shared(o.fixed, false) <= o.sharedLimit {
 		return o.fixed
 	}
 	for _, steps := range []int{8, 4, 2} {
