@@ -629,6 +629,44 @@ __device__ void norm_rows(float* p, int rows, int stride, int len, bool byRow, c
   }
 }
 
+// norm_rows_deep is norm_rows for the fused launch's 4-warp blocks, which
+// otherwise keep too few loads in flight to stream a tile (128 threads x 4
+// float4: a memory latency per 8 KB): warp w takes rows w, w + W, ... (W
+// warps), kU = 16 of them at a time, its lanes the float4 chunks j = lane,
+// lane + 32, ... of each (16 float4 a thread in flight: 32 KB a block).
+// Same contract as norm_rows. Not inlined: its 64 registers of loads in
+// flight would otherwise weigh on fbank_logmel's register allocation.
+__device__ __noinline__ void norm_rows_deep(float* p, int rows, int stride, int len, bool byRow, const NormOp& op) {
+  constexpr int kU = 16;
+  const bool vec = ((reinterpret_cast<unsigned long long>(p) | (4ull * stride) | (4ull * len)) & 15) == 0;
+  if (!vec) {
+    norm_rows(p, rows, stride, len, byRow, op);
+    return;
+  }
+  const int W = blockDim.x / kWarp, warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, q = len / 4;
+  for (int r0 = warp; r0 < rows; r0 += kU * W) {
+    for (int j = lane; j < q; j += kWarp) {
+      float4 v[kU];
+#pragma unroll
+      for (int u = 0; u < kU; u++) {
+        const int r = r0 + u * W;
+        if (r < rows) v[u] = __ldcg(reinterpret_cast<const float4*>(p + (long long)r * stride) + j);
+      }
+#pragma unroll
+      for (int u = 0; u < kU; u++) {
+        const int r = r0 + u * W;
+        if (r >= rows) break;
+        const int m = byRow ? r : 4 * j;
+        const float4 w = make_float4(op(v[u].x, m), op(v[u].y, byRow ? m : m + 1), op(v[u].z, byRow ? m : m + 2),
+                                     op(v[u].w, byRow ? m : m + 3));
+        if (op.moments || w.x != v[u].x || w.y != v[u].y || w.z != v[u].z || w.w != v[u].w) {
+          reinterpret_cast<float4*>(p + (long long)r * stride)[j] = w;
+        }
+      }
+    }
+  }
+}
+
 // normalize_tile normalises tile x of item b of out in place: frames [x·F,
 // min(x·F + F, computed)) (F = tile; frames >= computed were written as 0
 // and stay 0), every feature, as rows of contiguous floats (norm_rows):
@@ -676,10 +714,13 @@ __device__ void normalize_tile(const Tile& tl, float* out, const Item* items, lo
   }
   float* item = out + b * M * T;
   const int n = (int)(t1 - t0);
-  if (layout == 0) {
-    norm_rows(item + t0, M, T, n, true, op);
+  // Rows of contiguous floats: (first, count, stride, length, by row).
+  float* const p0 = layout == 0 ? item + t0 : item + t0 * M;
+  const int rows = layout == 0 ? M : n, stride = layout == 0 ? T : M, len = layout == 0 ? n : M;
+  if (ready != nullptr) {  // the fused launch: norm_rows_deep for its 4-warp blocks
+    norm_rows_deep(p0, rows, stride, len, layout == 0, op);
   } else {
-    norm_rows(item + t0 * M, n, M, M, false, op);
+    norm_rows(p0, rows, stride, len, layout == 0, op);
   }
 }
 

@@ -94,8 +94,8 @@ func BenchmarkCUDAFbank(b *testing.B) {
 // normalisation in fbank_logmel (/fused), the fbank_normalize launch
 // (/separate), the op's choice with one stage of rows (/1stage), the
 // kernel that stages the samples by cp.async (/async, /async1stage, and for
-// the batch /async at other shapes), the normalisation tiles all after the
-// transform tiles (/fusedall, /async-fusedall) and, for Parakeet, the
+// the batch /async at other shapes, /async-fused), the normalisation tiles
+// all after the transform tiles (/fusedall, /async-fusedall) and, for Parakeet, the
 // fbank_stats launch (/stats).
 //
 //	plugins_fbank.test -test.run '^$' -test.bench CUDAFbankGeometry -test.benchtime 100x
@@ -137,7 +137,8 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 				variant{def, &launchKnobs{}, "/separate"}, variant{def, &one, "/1stage"},
 				variant{def, &async, "/async"}, variant{def, &async1, "/async1stage"},
 				variant{def, &launchKnobs{fused: true, lagAll: true}, "/fusedall"},
-				variant{def, &launchKnobs{fused: true, lagAll: true, async: true}, "/async-fusedall"})
+				variant{def, &launchKnobs{fused: true, lagAll: true, async: true}, "/async-fusedall"},
+				variant{def, &launchKnobs{fused: true, async: true}, "/async-fused"})
 			if batch > 1 {
 				for _, g := range []launchGeom{{4, 4}, {2, 8}, {2, 16}} {
 					variants = append(variants, variant{g, &launchKnobs{async: true}, "/async"})
