@@ -53,6 +53,12 @@ constexpr int kStatWarps = 8;  // warps per block of fbank_stats (256 threads)
 #define FBANK_PREFETCH 1
 #endif
 
+// FBANK_ABLATE (timing probes only: the features are wrong): a bit mask of
+// stages left out of fbank_logmel, to measure what each costs: 1 the mel
+// band sums past each band's first bin, 2 the write-out of the rows to
+// global memory, 8 the column DFTs. 0 (the default, fbank_frame.cuh)
+// leaves nothing out.
+
 // FBANK_MEL_TC=1: the tensor-core mel (mel_tc) instead of the band sums.
 #ifndef FBANK_MEL_TC
 #define FBANK_MEL_TC 0
@@ -385,7 +391,7 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
         } else {
           col.load(src, win2, n1, active, Tg + n1 * Fr::R);
         }
-        col.transform(colTw, n1);
+        if (!(FBANK_ABLATE & 8)) col.transform(colTw, n1);
         // Finite check of the samples each frame owns, [t·hop, (t+1)·hop)
         // (the last computed frame: up to real): free when the interior
         // loads read them all and the lane's bin-0 sum is finite (col.nf);
@@ -449,7 +455,9 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
     // Write the step's rows [ts, ts + rows) in the output layout.
     const int rows = (int)min((long long)R, frames - ts);
     const int comp = (int)max(0LL, min((long long)R, it.computed - ts));  // staged rows < comp hold features
-    if (layout == 0 && frames % 4 == 0) {
+    if (FBANK_ABLATE & 2) {
+      // timing probe: no write-out
+    } else if (layout == 0 && frames % 4 == 0) {
       // Thread (m0, j) = (tid / W, tid % W) writes frames 4j .. 4j+3 of the
       // step (a float4; rows is a multiple of 4) of features m0, m0 + 32,
       // ...: with the pitch ≡ 2 (mod 8) a warp's 4 column reads are
