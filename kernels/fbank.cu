@@ -83,6 +83,16 @@ struct Tile {
   long long x, b, G, B;
 };
 
+// bf16_down is the bfloat16 (the upper 16 bits of a float) nearest x from
+// below (x finite or ±inf): float(bf16_down(x)) <= x. bf16_float is its value.
+__device__ __forceinline__ unsigned short bf16_down(float x) {
+  const unsigned u = __float_as_uint(x);
+  unsigned h = u >> 16;
+  if ((u & 0xffffu) != 0 && (u >> 31) != 0) h++;  // negative: away from zero
+  return (unsigned short)h;
+}
+__device__ __forceinline__ float bf16_float(unsigned short h) { return __uint_as_float((unsigned)h << 16); }
+
 __device__ __forceinline__ float warp_max(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
@@ -289,7 +299,8 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
                        float* __restrict__ out, void* __restrict__ partial, long long stats,
                        unsigned long long* __restrict__ bad, const float4* __restrict__ mel_frag,
                        const int4* __restrict__ mel_tiles, unsigned long long* tickets, double clamp, double eps,
-                       void* result, long long* ready, long long epoch, long long stages) {
+                       void* result, long long* ready, long long epoch, long long stages,
+                       unsigned short* __restrict__ cmin) {
   using Fr = fbank::Frame<N>;
   // The frame pitch (float2): Frame<N>::S, or for kAsync the padded pitch
   // whose tail past the power rows holds the warp's staged samples.
@@ -470,8 +481,14 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
         const int rowq = (int)(frames / 4);
         for (int m = threadIdx.x / W; m < M; m += kWarp) {
           const float* s = stage + r * pitch + m;
-          dst[m * rowq] = make_float4(r < comp ? s[0] : 0.f, r + 1 < comp ? s[pitch] : 0.f,
-                                      r + 2 < comp ? s[2 * pitch] : 0.f, r + 3 < comp ? s[3 * pitch] : 0.f);
+          const float4 v = make_float4(r < comp ? s[0] : 0.f, r + 1 < comp ? s[pitch] : 0.f,
+                                       r + 2 < comp ? s[2 * pitch] : 0.f, r + 3 < comp ? s[3 * pitch] : 0.f);
+          dst[m * rowq] = v;
+          if (cmin != nullptr) {  // the chunk's minimum over its computed frames (+inf: none)
+            const float lo = fminf(fminf(r < comp ? v.x : INFINITY, r + 1 < comp ? v.y : INFINITY),
+                                   fminf(r + 2 < comp ? v.z : INFINITY, r + 3 < comp ? v.w : INFINITY));
+            cmin[(b * M + m) * rowq + (ts + r) / 4] = bf16_down(lo);
+          }
         }
       }
     } else if (layout != 0 && M % 4 == 0) {
@@ -675,6 +692,50 @@ __device__ __noinline__ void norm_rows_deep(float* p, int rows, int stride, int 
   }
 }
 
+// clamp_chunks is Whisper's clamp of one tile, frames [t0, t0 + n) of an
+// item's mel_time rows (M rows of T floats at item, T and t0 multiples of
+// 4), reading only the float4 chunks whose minimum may be under c: cmin
+// (the item's M x T/4 bfloat16 chunk minima, rounded down, of fbank_logmel's
+// write-out) < c. Warp w takes rows w, w + W, ... 8 at a time (8 minima,
+// then up to 8 chunks, in flight), its lanes the chunks; the frames of a
+// last partial chunk (n not a multiple of 4) one by one. A chunk is stored
+// only when the clamp changes it.
+__device__ void clamp_chunks(float* item, const unsigned short* cmin, int M, int T, int t0, int n, float c) {
+  constexpr int kU = 8;
+  const int W = blockDim.x / kWarp, warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int q = T / 4, j0 = t0 / 4, nfull = n / 4;
+  float4* const o4 = reinterpret_cast<float4*>(item);
+  for (int m0 = warp; m0 < M; m0 += kU * W) {
+    for (int j = j0 + lane; j < j0 + nfull; j += kWarp) {
+      bool hit[kU];
+      float4 v[kU];
+#pragma unroll
+      for (int u = 0; u < kU; u++) {
+        const int m = m0 + u * W;
+        hit[u] = m < M && bf16_float(__ldcg(cmin + m * q + j)) < c;
+      }
+#pragma unroll
+      for (int u = 0; u < kU; u++) {
+        if (hit[u]) v[u] = __ldcg(o4 + (m0 + u * W) * q + j);
+      }
+#pragma unroll
+      for (int u = 0; u < kU; u++) {
+        if (!hit[u]) continue;
+        const float4 w = make_float4(fmaxf(v[u].x, c), fmaxf(v[u].y, c), fmaxf(v[u].z, c), fmaxf(v[u].w, c));
+        if (w.x != v[u].x || w.y != v[u].y || w.z != v[u].z || w.w != v[u].w) o4[(m0 + u * W) * q + j] = w;
+      }
+    }
+  }
+  if (n % 4 != 0) {
+    for (int m = threadIdx.x; m < M; m += blockDim.x) {
+      for (int t = t0 + 4 * nfull; t < t0 + n; t++) {
+        float* a = item + (long long)m * T + t;
+        if (*a < c) *a = c;
+      }
+    }
+  }
+}
+
 // normalize_tile normalises tile x of item b of out in place: frames [x·F,
 // min(x·F + F, computed)) (F = tile; frames >= computed were written as 0
 // and stay 0), every feature, as rows of contiguous floats (norm_rows):
@@ -722,13 +783,16 @@ __device__ void normalize_tile(const Tile& tl, float* out, const Item* items, lo
   }
   float* item = out + b * M * T;
   const int n = (int)(t1 - t0);
-  // Rows of contiguous floats: (first, count, stride, length, by row).
-  float* const p0 = layout == 0 ? item + t0 : item + t0 * M;
-  const int rows = layout == 0 ? M : n, stride = layout == 0 ? T : M, len = layout == 0 ? n : M;
   if (ready != nullptr) {  // the fused launch: norm_rows_deep for its 4-warp blocks
-    norm_rows_deep(p0, rows, stride, len, layout == 0, op);
+    if (layout == 0) {
+      norm_rows_deep(item + t0, M, T, n, true, op);
+    } else {
+      norm_rows_deep(item + t0 * M, n, M, M, false, op);
+    }
+  } else if (layout == 0) {
+    norm_rows(item + t0, M, T, n, true, op);
   } else {
-    norm_rows(p0, rows, stride, len, layout == 0, op);
+    norm_rows(item + t0 * M, n, M, M, false, op);
   }
 }
 
@@ -748,6 +812,27 @@ extern "C" __global__ void __launch_bounds__(256) fbank_normalize(float* out, co
                  partial, fixed_floor, result, nsm, nullptr, 0);
 }
 
+// fbank_clamp is fbank_normalize for kStatsMax (Whisper) in the mel_time
+// layout with frames % 4 == 0 when fbank_logmel kept the chunk minima
+// (cmin: B x M x frames/4 bfloat16, rounded down; the launcher's chunkMin):
+// grid (G, B), block 256 threads, block (x, b) clamps tile x of item b
+// (frames [x·tile, min(x·tile + tile, computed)), tile a multiple of 4)
+// at the item's floor (as normalize_tile: fixed_floor when finite, else
+// result[b]; the tiles whose minimum is over it are skipped), reading only
+// the chunks whose minimum is under it (clamp_chunks).
+extern "C" __global__ void __launch_bounds__(256) fbank_clamp(float* out, const Item* items, long long n_mels,
+                                                              long long frames, long long tile, const float* partial,
+                                                              double fixed_floor, const float* result,
+                                                              const unsigned short* cmin) {
+  const long long b = blockIdx.y, x = blockIdx.x, G = gridDim.x, B = gridDim.y;
+  const int M = (int)n_mels, T = (int)frames;
+  const long long t0 = x * tile, t1 = min(t0 + tile, items[b].computed);
+  if (t1 <= t0) return;  // block-uniform
+  const float fl = isfinite(fixed_floor) ? (float)fixed_floor : __ldcg(result + b);
+  if (__ldcg(partial + (B + b) * G + x) >= fl) return;  // block-uniform
+  clamp_chunks(out + b * M * T, cmin + b * M * (T / 4), M, T, (int)t0, (int)(t1 - t0), (fl + 4.f) / 4.f);
+}
+
 #define FBANK_LOGMEL_ARGS                                                                                      \
   const float *pcm, long long pcm_stride, const Item *items, const float *window, const float2 *twN,          \
       const float2 *colTw, const Band *bands, const float *weights, long long shared_w, long long n_mels,      \
@@ -756,16 +841,16 @@ extern "C" __global__ void __launch_bounds__(256) fbank_normalize(float* out, co
       long long stats, unsigned long long *bad, const float4 *mel_frag, const int4 *mel_tiles,                 \
       unsigned long long *tickets, double clamp, double eps, void *result, long long fused,                     \
       unsigned long long *counters, long long *ready, long long epoch, long long tile, double fixed_floor,    \
-      long long lag, long long stages
+      long long lag, long long stages, unsigned short *cmin
 // The arguments logmel takes (after its tile).
 #define FBANK_LOGMEL_PASS                                                                                     \
   pcm, pcm_stride, items, window, twN, colTw, bands, weights, shared_w, n_mels, frames, hop, pad, reflect,    \
       preemph, guard, floor_, scale, layout, steps, out, partial, stats, bad, mel_frag, mel_tiles, tickets,    \
-      clamp, eps, result, fused ? ready : nullptr, epoch, stages
+      clamp, eps, result, fused ? ready : nullptr, epoch, stages, cmin
 #define FBANK_LOGMEL_CALL                                                                                     \
   pcm, pcm_stride, items, window, twN, colTw, bands, weights, shared_w, n_mels, frames, hop, pad, reflect,    \
       preemph, guard, floor_, scale, layout, steps, out, partial, stats, bad, mel_frag, mel_tiles, tickets,    \
-      clamp, eps, result, fused, counters, ready, epoch, tile, fixed_floor, lag, stages
+      clamp, eps, result, fused, counters, ready, epoch, tile, fixed_floor, lag, stages, cmin
 
 namespace {
 

@@ -95,8 +95,9 @@ func BenchmarkCUDAFbank(b *testing.B) {
 // (/separate), the op's choice with one stage of rows (/1stage), the
 // kernel that stages the samples by cp.async (/async, /async1stage, and for
 // the batch /async at other shapes, /async-fused), the normalisation tiles
-// all after the transform tiles (/fusedall, /async-fusedall) and, for Parakeet, the
-// fbank_stats launch (/stats).
+// all after the transform tiles (/fusedall, /async-fusedall), for Whisper
+// the clamp by fbank_clamp from the chunk minima (/chunkmin,
+// /async-chunkmin) and, for Parakeet, the fbank_stats launch (/stats).
 //
 //	plugins_fbank.test -test.run '^$' -test.bench CUDAFbankGeometry -test.benchtime 100x
 func BenchmarkCUDAFbankGeometry(b *testing.B) {
@@ -139,6 +140,10 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 				variant{def, &launchKnobs{fused: true, lagAll: true}, "/fusedall"},
 				variant{def, &launchKnobs{fused: true, lagAll: true, async: true}, "/async-fusedall"},
 				variant{def, &launchKnobs{fused: true, async: true}, "/async-fused"})
+			if preset == "whisper-128" {
+				variants = append(variants, variant{def, &launchKnobs{chunkMin: true}, "/chunkmin"},
+					variant{def, &launchKnobs{chunkMin: true, async: true}, "/async-chunkmin"})
+			}
 			if batch > 1 {
 				for _, g := range []launchGeom{{4, 4}, {2, 8}, {2, 16}} {
 					variants = append(variants, variant{g, &launchKnobs{async: true}, "/async"})
@@ -173,8 +178,8 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 // 40 ms of digital silence every second (/gaps): then every tile of the
 // default launch shape holds values under the item's floor (max - 8, checked
 // on the CPU features), so the normalisation clamps them all instead of
-// skipping most: the worst case of its tile skip. Both ways of normalising
-// (/fused: in fbank_logmel).
+// skipping most: the worst case of its tile skip. Each way of normalising
+// (/fused: in fbank_logmel; /chunkmin: fbank_clamp from the chunk minima).
 //
 //	plugins_fbank.test -test.run '^$' -test.bench CUDAFbankClamp -test.benchtime 100x
 func BenchmarkCUDAFbankClamp(b *testing.B) {
@@ -208,13 +213,9 @@ func BenchmarkCUDAFbankClamp(b *testing.B) {
 		}
 		items, feats, frames := plannedBatch(b, be, op, batch, len(clip))
 		pcmPtr, _ := cuda.Ptr(dev)
-		for _, fused := range []bool{false, true} {
-			suffix := ""
-			if fused {
-				suffix = "/fused"
-			}
+		for suffix, kn := range map[string]launchKnobs{"": {}, "/fused": {fused: true}, "/chunkmin": {chunkMin: true}} {
 			b.Run(fmt.Sprintf("%s/B%d/%s%s", preset, batch, name, suffix), func(b *testing.B) {
-				op.knobs = &launchKnobs{fused: fused}
+				op.knobs = &kn
 				enqueueTime(b, be, op, pcmPtr, int64(len(clip)), items, feats, frames) // warm-up
 				var devTime time.Duration
 				for b.Loop() {

@@ -389,7 +389,7 @@ func TestCUDARepeatedRuns(t *testing.T) {
 	bad := append([]float32(nil), a[1]...)
 	bad[777] = float32(math.NaN())
 	for _, preset := range []string{"whisper-128", "parakeet-128"} {
-		for _, kn := range []launchKnobs{{}, {fused: true}, {async: true}} {
+		for _, kn := range []launchKnobs{{}, {fused: true}, {async: true, chunkMin: true}} {
 			cfg := map[string]any{"preset": preset}
 			o := cudaOpOf(t, cfg, be)
 			o.knobs = &kn
@@ -434,6 +434,7 @@ func TestCUDALaunchGeometry(t *testing.T) {
 			assert.Positive(t, op.sharedW, "filterbank weights in shared memory")
 			g := launchGeom{cudaWarps, 8}
 			require.NotNil(t, op.logmelAsync, "fbank_logmel_n%d_async in the fatbin", op.fe.cfg.NFFT)
+			require.NotNil(t, op.clamp, "fbank_clamp in the fatbin")
 			for _, async := range []bool{false, true} {
 				assert.LessOrEqual(t, op.shared(g, async), op.sharedLimit)
 				st := op.stagesFor(g, async)
@@ -457,7 +458,8 @@ func TestCUDALaunchGeometry(t *testing.T) {
 // tiles: fused, interleaved or all after the transforms: lagAll),
 // Parakeet's moments both ways (fbank_logmel's last block of an item, or the
 // fbank_stats launch), one or two stages of rows, and the kernels that
-// stage the samples by cp.async (async). Whisper pads the short clips to 30 s, so
+// stage the samples by cp.async (async), and Whisper's clamp by fbank_clamp
+// from the chunk minima (chunkMin; time_mel falls back to fbank_normalize). Whisper pads the short clips to 30 s, so
 // some of their tiles fall under the floor and are clamped, others are
 // skipped.
 func TestCUDAParityGeometry(t *testing.T) {
@@ -488,10 +490,15 @@ func TestCUDAParityGeometry(t *testing.T) {
 			{launchGeom{4, 8}, launchKnobs{async: true, oneStage: true}},
 			{launchGeom{4, 2}, launchKnobs{async: true, statsKernel: true}},
 			{launchGeom{4, 8}, launchKnobs{fused: true, lagAll: true}},
+			{launchGeom{4, 8}, launchKnobs{chunkMin: true}}, {launchGeom{4, 1}, launchKnobs{chunkMin: true}},
+			{launchGeom{4, 8}, launchKnobs{chunkMin: true, async: true}}, {launchGeom{1, 1}, launchKnobs{chunkMin: true}},
 		} {
 			g := tc.g
 			if tc.kn.statsKernel && cfg["preset"] != "parakeet-128" {
 				continue // fbank_stats computes per-feature moments only
+			}
+			if tc.kn.chunkMin && cfg["preset"] == "parakeet-128" {
+				continue // fbank_clamp is Whisper's (per-utterance floor) only
 			}
 			name := fmt.Sprintf("%v/w%ds%d/%+v", cfg, g.warps, g.steps, tc.kn)
 			t.Run(name, func(t *testing.T) {

@@ -44,8 +44,13 @@ const (
 //     buffers padded for them: cudaShared) instead of loading them from
 //     global memory at the step's start;
 //   - lagAll: with fused, every normalisation tile after every transform
-//     tile (lag = batch) instead of a lag of about the items in flight.
-type launchKnobs struct{ fused, statsKernel, oneStage, async, lagAll bool }
+//     tile (lag = batch) instead of a lag of about the items in flight;
+//   - chunkMin: Whisper's clamp (not fused, mel_time layout, frames a
+//     multiple of 4) by fbank_clamp, which reads only the float4 chunks
+//     whose minimum, kept by fbank_logmel's write-out (bfloat16 rounded
+//     down, 2 bytes a chunk), is under the item's floor, instead of
+//     fbank_normalize reading every chunk.
+type launchKnobs struct{ fused, statsKernel, oneStage, async, lagAll, chunkMin bool }
 
 // launchGeom is fbank_logmel's block shape: warps per block (1, 2, 4 or 8) and
 // steps, the rounds of 4 frames a warp does; a block owns
@@ -73,7 +78,7 @@ type cudaOp struct {
 	be                  *cuda.Backend
 	sms                 int
 	logmel, stats, norm *cuda.Kernel
-	logmelAsync         *cuda.Kernel // nil when the fatbin predates it
+	logmelAsync, clamp  *cuda.Kernel // nil when the fatbin predates them
 	window, twiddle     *cuda.Buffer
 	colTw               *cuda.Buffer // W_H^(n1·k) at [k·8 + n1] (fbank_frame.cuh's Column)
 	bands, weights      *cuda.Buffer
@@ -137,6 +142,9 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 	}
 	if k, err := mod.Kernel(fmt.Sprintf("fbank_logmel_n%d_async", cfg.NFFT)); err == nil {
 		o.logmelAsync = k
+	}
+	if k, err := mod.Kernel("fbank_clamp"); err == nil {
+		o.clamp = k
 	}
 	o.statsMode = statsNone
 	switch cfg.Normalize {
@@ -519,6 +527,15 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	if reduce && kn.fused && 2*batch <= math.MaxUint16 {
 		fused, gridY = 1, 2*batch
 	}
+	// chunkMin: the chunk minima of fbank_logmel's write-out for fbank_clamp.
+	var cmin cuda.DevicePtr
+	if kn.chunkMin && o.clamp != nil && o.statsMode == statsMax && fused == 0 && c.Layout == MelTime && frames%4 == 0 {
+		s, err := alloc(2 * batch * c.NumMels * frames / 4)
+		if err != nil {
+			return 0, err
+		}
+		cmin = s.Ptr()
+	}
 	// The normalisation tiles of item b follow the transform tiles of item
 	// b + lag: about the items in flight (4 blocks an SM), plus one.
 	lag := ceilDiv(4*o.sms, groups) + 1
@@ -541,7 +558,7 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	args := []any{pcm, stride, itemsBuf, o.window, o.twiddle, o.colTw, o.bands, o.weights, o.sharedW, c.NumMels, frames,
 		c.HopLength, o.fe.pad, reflect, c.PreEmphasis, o.guard, o.floor, o.lg2, layout, geom.steps,
 		out, partial, o.statsMode, bad, o.melFrag, o.melTiles, tickets, clampRange, stdEpsilon, result,
-		fused, ptrs.counters, ptrs.ready, o.epoch, geom.frames(), o.fixedFloor, lag, stages}
+		fused, ptrs.counters, ptrs.ready, o.epoch, geom.frames(), o.fixedFloor, lag, stages, cmin}
 	block := cuda.Dim3{X: 32 * geom.warps, Y: 1, Z: 1}
 	logmel := o.logmel
 	if async {
@@ -550,6 +567,10 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	err = logmel.Launch(cuda.Dim3{X: groups, Y: gridY, Z: 1}, block, o.sharedFor(geom, stages, async), args...)
 	if err != nil || o.statsMode == statsNone || fused == 1 {
 		return bad, err
+	}
+	if cmin != 0 {
+		return bad, o.clamp.Launch(cuda.Dim3{X: groups, Y: batch, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
+			out, itemsBuf, c.NumMels, frames, geom.frames(), partial, o.fixedFloor, result, cmin)
 	}
 	normShared := 0
 	if o.statsMode == statsMoments {
