@@ -6,23 +6,28 @@
 //
 // Pipeline, one stream, per batch (B items, n_mels = M, T = output frames,
 // G tiles of F frames an item):
-//   1. fbank_logmel_n400 | fbank_logmel_n512: framing + window + FFT + |X|² +
-//      mel + log, staged per block and written in the output layout, the
-//      per-tile partial statistics and the finite-sample check; the last
-//      tile of each item reduces the item's statistics (Whisper: the floor,
-//      max - 8; Parakeet: per-feature mean and 1/(std + 1e-5), float64).
-//      Fused (batches of two waves or more): the same launch also runs the
-//      normalisation tiles, interleaved a lag behind the transform tiles.
+//   1. fbank_logmel_n400 | fbank_logmel_n512 (or their _async twins, which
+//      stage each warp's next-step samples in shared memory by cp.async):
+//      framing + window + FFT + |X|² + mel + log, staged per block and
+//      written in the output layout, the per-tile partial statistics and
+//      the finite-sample check; the last tile of each item reduces the
+//      item's statistics (Whisper: the floor, max - 8; Parakeet: per-feature
+//      mean and 1/(std + 1e-5), float64). Fused: the same launch also runs
+//      the normalisation tiles, a lag behind the transform tiles (or all
+//      after them). With chunk minima (cmin, Whisper mel_time) the
+//      write-out also keeps each float4 chunk's minimum (bfloat16, rounded
+//      down).
 //   2. otherwise fbank_stats (Parakeet, single long clips: the moments from
 //      the partials by 8 threads a feature) and fbank_normalize (one block
-//      a tile, in place).
+//      a tile, in place), or, with chunk minima, fbank_clamp (Whisper: only
+//      the chunks whose minimum is under the floor are read).
 // normalize=none stops after the transform. Both normalisations: Whisper
 // clamps (1. stored (y + 4)/4 already) only the tiles whose minimum is under
 // the floor; Parakeet (y - mean)·inv in float32 with the mean split hi+lo.
 // No cuFFT/cuBLAS: the FFT is fbank_frame.cuh. Build knobs (experiments;
 // the committed fatbin uses the defaults): FBANK_MIN_BLOCKS,
 // FBANK_MAX_WARPS (register budget), FBANK_MEL_TC (tensor-core mel),
-// FBANK_PREFETCH.
+// FBANK_PREFETCH, FBANK_ABLATE (timing probes).
 //
 // Every kernel parameter is 8 bytes (pointers, long long, double): the Go
 // launcher (gorgonia.org/cu) passes each argument as one 64-bit word.
