@@ -933,3 +933,15 @@ extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS)
   entry<512, true>(FBANK_LOGMEL_CALL);
 }
 
+// fbank_logmel_n400_r5 and fbank_logmel_n400_async_r5 are the n400 kernels
+// for blocks of 4 warps (128 threads) in the register budget of 5 blocks an
+// SM (96 registers a thread instead of 128): 20 warps an SM where the
+// shared memory allows 5 blocks (one stage of rows).
+extern "C" __global__ void __launch_bounds__(4 * kWarp, 5) fbank_logmel_n400_r5(FBANK_LOGMEL_ARGS) {
+  entry<400, false>(FBANK_LOGMEL_CALL);
+}
+
+extern "C" __global__ void __launch_bounds__(4 * kWarp, 5) fbank_logmel_n400_async_r5(FBANK_LOGMEL_ARGS) {
+  entry<400, true>(FBANK_LOGMEL_CALL);
+}
+

@@ -97,7 +97,9 @@ func BenchmarkCUDAFbank(b *testing.B) {
 // the batch /async at other shapes, /async-fused), the normalisation tiles
 // all after the transform tiles (/fusedall, /async-fusedall), for Whisper
 // the clamp by fbank_clamp from the chunk minima (/chunkmin,
-// /async-chunkmin) and, for Parakeet, the fbank_stats launch (/stats).
+// /async-chunkmin) and the kernels built for 5 blocks an SM (/r5,
+// /async-r5, /async-r5-chunkmin), for Parakeet the fbank_stats launch
+// (/stats).
 //
 //	plugins_fbank.test -test.run '^$' -test.bench CUDAFbankGeometry -test.benchtime 100x
 func BenchmarkCUDAFbankGeometry(b *testing.B) {
@@ -142,7 +144,13 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 				variant{def, &launchKnobs{fused: true, async: true}, "/async-fused"})
 			if preset == "whisper-128" {
 				variants = append(variants, variant{def, &launchKnobs{chunkMin: true}, "/chunkmin"},
-					variant{def, &launchKnobs{chunkMin: true, async: true}, "/async-chunkmin"})
+					variant{def, &launchKnobs{chunkMin: true, async: true}, "/async-chunkmin"},
+					variant{def, &launchKnobs{r5: true}, "/r5"}, variant{def, &launchKnobs{r5: true, async: true}, "/async-r5"},
+					variant{def, &launchKnobs{r5: true, async: true, chunkMin: true}, "/async-r5-chunkmin"})
+				if batch > 1 {
+					variants = append(variants, variant{launchGeom{4, 16}, &launchKnobs{r5: true, async: true}, "/async-r5"},
+						variant{launchGeom{4, 4}, &launchKnobs{r5: true, async: true}, "/async-r5"})
+				}
 			}
 			if batch > 1 {
 				for _, g := range []launchGeom{{4, 4}, {2, 8}, {2, 16}} {

@@ -435,9 +435,12 @@ func TestCUDALaunchGeometry(t *testing.T) {
 			g := launchGeom{cudaWarps, 8}
 			require.NotNil(t, op.logmelAsync, "fbank_logmel_n%d_async in the fatbin", op.fe.cfg.NFFT)
 			require.NotNil(t, op.clamp, "fbank_clamp in the fatbin")
+			if op.fe.cfg.NFFT == 400 {
+				require.NotNil(t, op.logmelR5[1], "fbank_logmel_n400_async_r5 in the fatbin")
+			}
 			for _, async := range []bool{false, true} {
 				assert.LessOrEqual(t, op.shared(g, async), op.sharedLimit)
-				st := op.stagesFor(g, async)
+				st := op.stagesFor(g, async, 16)
 				assert.LessOrEqual(t, op.sharedFor(g, st, async), op.sharedLimit, "%d stages", st)
 				t.Logf("%s async=%v: %d stages, %d B of shared memory a block", preset, async, st, op.sharedFor(g, st, async))
 			}
@@ -459,7 +462,8 @@ func TestCUDALaunchGeometry(t *testing.T) {
 // Parakeet's moments both ways (fbank_logmel's last block of an item, or the
 // fbank_stats launch), one or two stages of rows, and the kernels that
 // stage the samples by cp.async (async), and Whisper's clamp by fbank_clamp
-// from the chunk minima (chunkMin; time_mel falls back to fbank_normalize). Whisper pads the short clips to 30 s, so
+// from the chunk minima (chunkMin; time_mel falls back to fbank_normalize),
+// and the n400 kernels built for 5 blocks an SM (r5). Whisper pads the short clips to 30 s, so
 // some of their tiles fall under the floor and are clamped, others are
 // skipped.
 func TestCUDAParityGeometry(t *testing.T) {
@@ -492,13 +496,15 @@ func TestCUDAParityGeometry(t *testing.T) {
 			{launchGeom{4, 8}, launchKnobs{fused: true, lagAll: true}},
 			{launchGeom{4, 8}, launchKnobs{chunkMin: true}}, {launchGeom{4, 1}, launchKnobs{chunkMin: true}},
 			{launchGeom{4, 8}, launchKnobs{chunkMin: true, async: true}}, {launchGeom{1, 1}, launchKnobs{chunkMin: true}},
+			{launchGeom{4, 8}, launchKnobs{r5: true}}, {launchGeom{4, 8}, launchKnobs{r5: true, async: true, chunkMin: true}},
+			{launchGeom{4, 1}, launchKnobs{r5: true, async: true, fused: true}},
 		} {
 			g := tc.g
 			if tc.kn.statsKernel && cfg["preset"] != "parakeet-128" {
 				continue // fbank_stats computes per-feature moments only
 			}
-			if tc.kn.chunkMin && cfg["preset"] == "parakeet-128" {
-				continue // fbank_clamp is Whisper's (per-utterance floor) only
+			if (tc.kn.chunkMin || tc.kn.r5) && cfg["preset"] == "parakeet-128" {
+				continue // fbank_clamp is Whisper's (per-utterance floor) only, the _r5 kernels n_fft 400's
 			}
 			name := fmt.Sprintf("%v/w%ds%d/%+v", cfg, g.warps, g.steps, tc.kn)
 			t.Run(name, func(t *testing.T) {

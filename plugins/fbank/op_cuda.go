@@ -49,8 +49,11 @@ const (
 //     multiple of 4) by fbank_clamp, which reads only the float4 chunks
 //     whose minimum, kept by fbank_logmel's write-out (bfloat16 rounded
 //     down, 2 bytes a chunk), is under the item's floor, instead of
-//     fbank_normalize reading every chunk.
-type launchKnobs struct{ fused, statsKernel, oneStage, async, lagAll, chunkMin bool }
+//     fbank_normalize reading every chunk;
+//   - r5: for n_fft 400 and blocks of 4 warps, the kernels built for 5
+//     blocks an SM (96 registers a thread: fbank_logmel_n400[_async]_r5),
+//     with the stages that let 5 blocks fit.
+type launchKnobs struct{ fused, statsKernel, oneStage, async, lagAll, chunkMin, r5 bool }
 
 // launchGeom is fbank_logmel's block shape: warps per block (1, 2, 4 or 8) and
 // steps, the rounds of 4 frames a warp does; a block owns
@@ -78,7 +81,8 @@ type cudaOp struct {
 	be                  *cuda.Backend
 	sms                 int
 	logmel, stats, norm *cuda.Kernel
-	logmelAsync, clamp  *cuda.Kernel // nil when the fatbin predates them
+	logmelAsync, clamp  *cuda.Kernel    // nil when the fatbin predates them
+	logmelR5            [2]*cuda.Kernel // fbank_logmel_n400_r5, _async_r5 (n_fft 400 only; nil: none)
 	window, twiddle     *cuda.Buffer
 	colTw               *cuda.Buffer // W_H^(n1·k) at [k·8 + n1] (fbank_frame.cuh's Column)
 	bands, weights      *cuda.Buffer
@@ -146,6 +150,11 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 	if k, err := mod.Kernel("fbank_clamp"); err == nil {
 		o.clamp = k
 	}
+	for i, suffix := range []string{"_r5", "_async_r5"} {
+		if k, err := mod.Kernel(fmt.Sprintf("fbank_logmel_n%d%s", cfg.NFFT, suffix)); err == nil {
+			o.logmelR5[i] = k
+		}
+	}
 	o.statsMode = statsNone
 	switch cfg.Normalize {
 	case PerUtterance:
@@ -167,6 +176,11 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 			o.sharedLimit = want
 			if o.logmelAsync != nil && o.logmelAsync.SetMaxDynamicShared(want) != nil {
 				o.logmelAsync = nil
+			}
+			for i, k := range o.logmelR5 {
+				if k != nil && k.SetMaxDynamicShared(want) != nil {
+					o.logmelR5[i] = nil
+				}
 			}
 		}
 	}
@@ -227,9 +241,10 @@ func (o *cudaOp) sharedFor(g launchGeom, stages int, async bool) int {
 
 // stagesFor picks 2 stages (one block barrier a step instead of two) when
 // they fit in the opted-in limit and leave as many blocks an SM as one
-// stage does, up to the 16 warps an SM the 128 registers allow.
-func (o *cudaOp) stagesFor(g launchGeom, async bool) int {
-	blocks := func(s int) int { return min(16/g.warps, o.smemSM/(s+1024+256)) } // + reserved and static
+// stage does, up to the warps an SM the registers allow (warpCap: 16 at
+// 128 registers a thread, 20 for the _r5 kernels).
+func (o *cudaOp) stagesFor(g launchGeom, async bool, warpCap int) int {
+	blocks := func(s int) int { return min(warpCap/g.warps, o.smemSM/(s+1024+256)) } // + reserved and static
 	if s2 := o.sharedFor(g, 2, async); s2 <= o.sharedLimit && blocks(s2) >= blocks(o.shared(g, async)) {
 		return 2
 	}
@@ -551,7 +566,14 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	if c.Layout == TimeMel {
 		layout = 1
 	}
-	stages := o.stagesFor(geom, async)
+	logmel, r5, warpCap := o.logmel, o.logmelR5[0], 16
+	if async {
+		logmel, r5 = o.logmelAsync, o.logmelR5[1]
+	}
+	if kn.r5 && r5 != nil && geom.warps == 4 {
+		logmel, warpCap = r5, 20
+	}
+	stages := o.stagesFor(geom, async, warpCap)
 	if kn.oneStage {
 		stages = 1
 	}
@@ -560,10 +582,6 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 		out, partial, o.statsMode, bad, o.melFrag, o.melTiles, tickets, clampRange, stdEpsilon, result,
 		fused, ptrs.counters, ptrs.ready, o.epoch, geom.frames(), o.fixedFloor, lag, stages, cmin}
 	block := cuda.Dim3{X: 32 * geom.warps, Y: 1, Z: 1}
-	logmel := o.logmel
-	if async {
-		logmel = o.logmelAsync
-	}
 	err = logmel.Launch(cuda.Dim3{X: groups, Y: gridY, Z: 1}, block, o.sharedFor(geom, stages, async), args...)
 	if err != nil || o.statsMode == statsNone || fused == 1 {
 		return bad, err
