@@ -349,7 +349,8 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
     const long long a = lo - (long long)((reinterpret_cast<unsigned long long>(row + lo) >> 2) & 3);
     const long long chunks = (hi - a + 3) >> 2;
     if (a < 0 || a + 4 * chunks > it.real || 4 * chunks > kCap) return -1;
-    for (int c = lane; c < (int)chunks; c += kWarp) fbank::cp_async16(pb + 4 * c, row + a + 4 * c);
+    const unsigned long long policy = fbank::l2_evict_first();
+    for (int c = lane; c < (int)chunks; c += kWarp) fbank::cp_async16(pb + 4 * c, row + a + 4 * c, policy);
     fbank::cp_async_commit();
     return (int)(lo + 1 - a);
   };

@@ -440,12 +440,21 @@ struct Pairs {
 };
 
 // cp_async16 copies 16 bytes from global to shared memory asynchronously
-// (both 16-byte aligned; sm_80+); cp_async_commit closes the thread's group
+// (both 16-byte aligned; sm_80+) with the L2 policy `policy` (evict_first:
+// the samples are read once, the features written next to them stay in L2
+// for the fused normalisation); cp_async_commit closes the thread's group
 // of copies and cp_async_wait_all waits for all of them (then a barrier
 // makes the other threads' copies visible). GPU only (fbank.cu's kAsync).
 #ifdef __CUDACC__
-__device__ __forceinline__ void cp_async16(float* smem, const float* gmem) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(smem)), "l"(gmem)
+__device__ __forceinline__ unsigned long long l2_evict_first() {
+  unsigned long long p;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ void cp_async16(float* smem, const float* gmem, unsigned long long policy) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(
+                   (unsigned)__cvta_generic_to_shared(smem)),
+               "l"(gmem), "l"(policy)
                : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
