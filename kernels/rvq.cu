@@ -74,36 +74,33 @@
 // per running minimum (2*MT rows a thread); ptxas -v figures are in the
 // fatbin's ptxas.log (see docs/bench/rvq_gpu.md).
 //
-// # The asynchronous variants (rvq_encode_wa_*, rvq_encode_wc_*; sm_90a)
+// # The asynchronous variants (rvq_encode_wa_*_d<Dp>; sm_90a)
 //
-// Grid: one CTA per 128 rows (wc: rounded up to an even count, clusters of
-// two CTAs); block: 384 threads = two compute warpgroups (warpgroup g owns
-// rows [64g, 64g+64), warp w of it rows 16w..16w+15) and one producer
-// warpgroup. One CTA an SM (shared memory: 32 KiB A + S x 16.5 KiB ring at
-// D = 128, e.g. 167 KiB for s8; registers: 384 threads start with 168
-// each, then setmaxnreg gives the producer warpgroup 40 and the compute
-// warpgroups 232: 2 x 64 fp32 accumulators + the running minima fit
-// without spills).
+// Grid: one CTA per 128 rows; block: 384 threads = two compute warpgroups
+// (warpgroup g owns rows [64g, 64g+64), warp w of it rows 16w..16w+15) and
+// one producer warpgroup. One CTA an SM (shared memory: 32 KiB A + S x
+// 16.5 KiB ring at D = 128, e.g. 134 KiB for s6; registers: 384 threads
+// start with 168 each, then setmaxnreg gives the producer warpgroup 40 and
+// the compute warpgroups 232: the 2 x 64 fp32 accumulators and the running
+// minima fit; ptxas.log has the figures).
 //
 //   * Producer: lane 0 of its first warp streams every (stage, N-tile,
 //     k-chunk) load through the S-slot bulk-copy ring (full/empty
 //     mbarriers), never waiting on decisions; the other warps exit.
-//     wc: each CTA's producer copies half of every slot (64 of the 128
-//     codeword rows, half of hn) to both CTAs of the cluster with one
-//     multicast bulk copy; both CTAs' full barriers expect the whole slot,
-//     their empty barriers count both CTAs' compute warps (remote arrives
-//     through mapa), so the L2 -> SM traffic of the codebook is halved.
-//     A producer ends after the last slots are released (no remote arrive
-//     can land after its CTA exits).
-//   * Compute: per stage, N-tile t's wgmma (m64n128k16, A = the warp-
-//     group's 64 bf16 residual rows, B = the ring slots, fp32 accumulate)
-//     goes into one of two accumulator sets while the warps fold tile t-1's
-//     scores from the other (wgmma.wait_group 1): the tensor cores and the
-//     epilogue's ~5 instructions a score overlap within a warpgroup, and
-//     the two warpgroups interleave freely. A tile keeps its KC = Dp/64
-//     slots from its wgmma until its fold (hn rides in them), so the
-//     pipeline needs S >= 2 KC; with fewer slots (D > 64 S / 2) the same
-//     kernel runs the plain one-tile-at-a-time loop.
+//   * Compute: per stage, N-tile t's wgmma (m64n128k16 or m64n64k16, A =
+//     the warpgroup's 64 bf16 residual rows, B = the ring slots, fp32
+//     accumulate) goes into one of two accumulator sets while the warps
+//     fold tile t-1's scores from the other (wgmma.wait_group 1): the
+//     tensor cores and the epilogue overlap within a warpgroup, and the two
+//     warpgroups interleave freely. A tile keeps its AK = Dp/64 slots from
+//     its wgmma until its fold (hn rides in them): S >= 2 AK.
+//   * What ptxas needs to keep the wgmma asynchronous (checked in
+//     ptxas.log: no C7510-C7520 "serialized" remark for these kernels):
+//     a tile's AK x 4 wgmma in one basic block (all its barrier waits
+//     first; AK is compiled in, hence one kernel per padded width), its
+//     first wgmma writing the accumulators without reading them (so they
+//     are dead, not spilled, during the stage-end update), and no trap in
+//     the compute path (it makes ptxas ignore the setmaxnreg budget).
 //   * Stage end, guard, exact re-score, update, quantized: as above (warp-
 //     local; a warpgroup barrier before the next stage's wgmma).
 //   * Numerics: identical to the other fused variants (same scores, same
@@ -228,61 +225,10 @@ __device__ __forceinline__ void bulkCopy(uint32_t dst, const void* src, int byte
 }
 #endif
 
-// RVQ_MCAST: the multicast (mc) variants share their codebook stream
-// between the two CTAs of a cluster (bulk copies multicast to both, slots
-// released by both CTAs' warps): sm_90a builds with wgmma; elsewhere they
-// run like their wa twins.
-#if RVQ_BULK && RVQ_HAVE_WGMMA
-#define RVQ_MCAST 1
-// clusterRank is the CTA's rank in its cluster.
-__device__ __forceinline__ uint32_t clusterRank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-// clusterSync: every thread of every CTA of the cluster (release/acquire).
-__device__ __forceinline__ void clusterSync() {
-  asm volatile("barrier.cluster.arrive.aligned;\nbarrier.cluster.wait.aligned;\n" ::: "memory");
-}
-// mbarArriveAt arrives on the mbarrier at shared address a of the cluster's
-// CTA rank (release, cluster scope).
-__device__ __forceinline__ void mbarArriveAt(uint32_t a, uint32_t rank) {
-  asm volatile(
-      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(a),
-      "r"(rank)
-      : "memory");
-}
-// bulkCopyMC copies bytes from global memory to shared address dst of every
-// CTA in ctaMask, completing on the mbarrier at mbar in each of them.
-__device__ __forceinline__ void bulkCopyMC(uint32_t dst, const void* src, int bytes, uint32_t mbar, uint16_t ctaMask) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], %4;\n" ::"r"(dst),
-      "l"(src), "r"(bytes), "r"(mbar), "h"(ctaMask)
-      : "memory");
-}
-#else
-#define RVQ_MCAST 0
-#endif
-// kMcast is the number of CTAs sharing a ring (the cluster of an mc
-// variant on sm_90a, else 1).
-template <bool MC>
-constexpr int kMcast = (MC && RVQ_MCAST) ? 2 : 1;
-
 #if RVQ_BULK
 // releaseSlot: the warp is done with the ring slot whose empty mbarrier is
-// at a (its lane 0 calls this); mc: in both CTAs of the cluster.
-template <bool MC>
-__device__ __forceinline__ void releaseSlot(uint32_t a) {
-#if RVQ_MCAST
-  if constexpr (MC) {
-    mbarArriveAt(a, 0);
-    mbarArriveAt(a, 1);
-    return;
-  }
-#endif
-  mbarArrive(a);
-}
+// at a (its lane 0 calls this).
+__device__ __forceinline__ void releaseSlot(uint32_t a) { mbarArrive(a); }
 #endif
 
 // Pipe counts the ring's loads across the chains of a launch: cons is the
@@ -304,33 +250,64 @@ __device__ __forceinline__ uint64_t wgDesc(uint32_t saddr) {
 }
 
 #if RVQ_HAVE_WGMMA
+// RVQ_ACC<n> lists the accumulator operands d[0..n/4-1][0..3] of a wgmma
+// with constraint C ("+f": accumulate into d, "=f": overwrite d).
+#define RVQ_ACC4(C, d, n) C(d[n][0]), C(d[n][1]), C(d[n][2]), C(d[n][3])
+#define RVQ_ACC32(C, d, b)                                                                                   \
+  RVQ_ACC4(C, d, b + 0), RVQ_ACC4(C, d, b + 1), RVQ_ACC4(C, d, b + 2), RVQ_ACC4(C, d, b + 3),               \
+      RVQ_ACC4(C, d, b + 4), RVQ_ACC4(C, d, b + 5), RVQ_ACC4(C, d, b + 6), RVQ_ACC4(C, d, b + 7)
+#define RVQ_REGS32                                                                                           \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, " \
+  "%23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define RVQ_REGS64                                                                                            \
+  RVQ_REGS32 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, " \
+             "%51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
 // wgmma64x128 issues D(64x128, f32) = A(64x16, bf16, smem) * B(16x128, bf16,
 // smem K-major) + (scaleD ? D : 0) for the calling warpgroup. d[n][v] is the
 // mma.sync m16n8 accumulator layout of n8 tile n for the warp's 16 rows.
+// wgmma64x128z is the same with scaleD = 0 and d an output only, so that
+// the accumulators are dead (free registers) between a fold and the next
+// tile's first wgmma.
 __device__ __forceinline__ void wgmma64x128(float (&d)[16][4], uint64_t da, uint64_t db, int scaleD) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
-      : "l"(da), "l"(db), "r"(scaleD));
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" RVQ_REGS64 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+               : RVQ_ACC32("+f", d, 0), RVQ_ACC32("+f", d, 8)
+               : "l"(da), "l"(db), "r"(scaleD));
 }
-// wgmma64x64: the same for 64 codewords (B 16x64).
+__device__ __forceinline__ void wgmma64x128z(float (&d)[16][4], uint64_t da, uint64_t db) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" RVQ_REGS64 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+               : RVQ_ACC32("=f", d, 0), RVQ_ACC32("=f", d, 8)
+               : "l"(da), "l"(db), "r"(0));
+}
+// wgmma64x64[z]: the same for 64 codewords (B 16x64).
 __device__ __forceinline__ void wgmma64x64(float (&d)[8][4], uint64_t da, uint64_t db, int scaleD) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
-      : "l"(da), "l"(db), "r"(scaleD));
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" RVQ_REGS32 "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+               : RVQ_ACC32("+f", d, 0)
+               : "l"(da), "l"(db), "r"(scaleD));
 }
-// wgmmaTile issues the BN-codeword wgmma (BN = 64 or 128) of one k16 step.
+__device__ __forceinline__ void wgmma64x64z(float (&d)[8][4], uint64_t da, uint64_t db) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" RVQ_REGS32 "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+               : RVQ_ACC32("=f", d, 0)
+               : "l"(da), "l"(db), "r"(0));
+}
+// wgmmaTile issues the BN-codeword wgmma (BN = 64 or 128) of one k16 step;
+// wgmmaTileZ the first one of a tile (overwrites d).
 template <int BN>
 __device__ __forceinline__ void wgmmaTile(float (&d)[BN / 8][4], uint64_t da, uint64_t db, int scaleD) {
   if constexpr (BN == 128)
     wgmma64x128(d, da, db, scaleD);
   else
     wgmma64x64(d, da, db, scaleD);
+}
+template <int BN>
+__device__ __forceinline__ void wgmmaTileZ(float (&d)[BN / 8][4], uint64_t da, uint64_t db) {
+  if constexpr (BN == 128)
+    wgmma64x128z(d, da, db);
+  else
+    wgmma64x64z(d, da, db);
 }
 __device__ __forceinline__ void wgFence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgCommit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -480,16 +457,17 @@ struct Cursor {
   int q, nt, kc;
 };
 
-template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS, bool PW, bool AW, bool MC>
+template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS, bool PW, int AK>
 __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, long long row0, char* smem, Pipe& pipe) {
   using C = Cfg<BM, BN, WM, WN, S>;
+  constexpr bool AW = AK > 0;  // the asynchronous N-tile pipeline, for Dp = 64 AK
+  static_assert(!AW || S >= 2 * AK, "the AW ring holds two N-tiles of AK slots");
   // kWG: this instantiation issues wgmma (sm_90a builds);
   // otherwise the same tiling runs on mma.sync.
   constexpr bool kWG = WG && RVQ_HAVE_WGMMA;
   static_assert(!WG || (WN == 1 && (BN == 128 || BN == 64) && BM == 16 * WM && WM % 4 == 0),
                 "wgmma tiling: a warpgroup per 64 rows, N = 64 or 128");
   static_assert(!AW || (WG && PW && BM == 128), "the asynchronous N-tile pipeline: wgmma, a producer warpgroup, two compute warpgroups");
-  static_assert(!MC || (AW && BN == 128), "multicast rings are fed by a producer warpgroup, 128-codeword slots");
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / WN, wn = warp % WN;
   // cbar synchronises the compute warps (not the producer warp of PW).
@@ -683,39 +661,50 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     if constexpr (kPiped) {
       // Two accumulator sets: tile nt+1's wgmma runs on the tensor cores
       // while the warps fold tile nt's scores (wgmma.wait_group 1). A tile
-      // holds its KC ring slots from its wgmma until its fold (hn rides in
-      // them), so the next tile's loads need S >= 2*KC (the launcher only
-      // runs an AW variant where they fit).
-      if (2 * KC > S) __trap();
+      // holds its AK ring slots from its wgmma until its fold (hn rides in
+      // them), so the next tile's loads need S >= 2 AK (static_assert).
       {
         float accB[C::MT][C::NT][4];
         const uint32_t aW = smemAddr(sA) + (warp >> 2) * 64 * 128;
         // issueTile queues the wgmma of the next N-tile (loads pipe.cons ..
         // pipe.cons + KC - 1) into d, one commit group.
+        // issueTile queues the tile's wgmma as one straight run: first the
+        // AK k-chunks' full barriers, then one fence, the AK x 4 wgmma (the
+        // first overwrites d: wgmmaTileZ, so d is dead from the last fold
+        // until here) and one commit. No branch between the wgmma: ptxas
+        // ends a scoreboard group at every basic block, and a tile of
+        // several groups makes wgmma.wait_group 1 wait for the tile just
+        // issued as well. Hence AK, the k-chunks a row, is compiled in.
         auto issueTile = [&](float (&d)[C::MT][C::NT][4]) {
-          fenceAcc(d);  // the last fold's reads of d stay before the wgmma
-          for (int kc = 0; kc < KC; kc++) {
-            const int s = pipe.cons % S;
-            mbarWait(fullA + 8 * s, (pipe.cons / S) & 1);
-            const uint32_t a0 = aW + kc * (BM * 128), b0 = ringAddr + s * C::kSlotB;
-            // A fence after every wait (a divergent spin loop): without it
-            // ptxas inserts its own and serialises the wgmma (C7520).
-            wgFence();
 #pragma unroll
-            for (int ks = 0; ks < kBK / 16; ks++)
-              wgmmaTile<BN>(d[0], wgDesc(a0 + ks * 32), wgDesc(b0 + ks * 32), (kc | ks) != 0);
-            pipe.cons++;
+          for (int kc = 0; kc < AK; kc++) {
+            const int L = pipe.cons + kc;
+            mbarWait(fullA + 8 * (L % S), (L / S) & 1);
+          }
+          wgFence();
+#pragma unroll
+          for (int kc = 0; kc < AK; kc++) {
+            const uint32_t a0 = aW + kc * (BM * 128), b0 = ringAddr + ((pipe.cons + kc) % S) * C::kSlotB;
+#pragma unroll
+            for (int ks = 0; ks < kBK / 16; ks++) {
+              if (kc == 0 && ks == 0)
+                wgmmaTileZ<BN>(d[0], wgDesc(a0), wgDesc(b0));
+              else
+                wgmmaTile<BN>(d[0], wgDesc(a0 + ks * 32), wgDesc(b0 + ks * 32), 1);
+            }
           }
           wgCommit();
+          pipe.cons += AK;
         };
         // foldTile folds tile nt (its wgmma complete: call after the wait)
         // whose first load was first, then releases its KC slots.
         auto foldTile = [&](float (&d)[C::MT][C::NT][4], int nt, int first) {
           fenceAcc(d);  // the reads below stay after the wait
-          fold(d, nt, hnRing + ((first + KC - 1) % S) * BN);
+          fold(d, nt, hnRing + ((first + AK - 1) % S) * BN);
           __syncwarp();
           if (lane == 0)
-            for (int kc = 0; kc < KC; kc++) releaseSlot<MC>(emptyA + 8 * ((first + kc) % S));
+#pragma unroll
+            for (int kc = 0; kc < AK; kc++) releaseSlot(emptyA + 8 * ((first + kc) % S));
         };
         // Even tiles accumulate in accum, odd ones in accB.
         int first = pipe.cons, nt = 1;
@@ -783,7 +772,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
             wgWait0();
           if (kc > 0) {
             __syncwarp();
-            if (lane == 0) releaseSlot<MC>(emptyA + 8 * ((pipe.cons + S - 1) % S));
+            if (lane == 0) releaseSlot(emptyA + 8 * ((pipe.cons + S - 1) % S));
           }
 #else
           wgWait0();
@@ -817,7 +806,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
         // released here only after the N-tile's last k-chunk, see above).
         if (!kWG || kc == KC - 1) {
           __syncwarp();
-          if (lane == 0) releaseSlot<MC>(emptyA + 8 * slot);
+          if (lane == 0) releaseSlot(emptyA + 8 * slot);
         }
         pipe.cons++;
         if (!PW && tid == 0 && pipe.prod < end) produce();
@@ -881,8 +870,6 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     // ---- update. Warp w owns rows [w*RW, (w+1)*RW): first the exact
     // re-score of its near ties, then r -= C_j for all its rows at once,
     // 8 values (16 bytes of codeword) per lane and kU chunks in flight.
-    // (kUp: the wa variants, whose accumulators are dead here, keep 8.)
-    constexpr int kUp = (AW && kWG) ? 2 * kU : kU;
     constexpr int RW = BM / C::kWarps;
     const int i0 = warp * RW;
     for (int ii = 0; ii < RW; ii++) {
@@ -917,11 +904,11 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     }
     for (int ii = lane; ii < RW; ii += 32) rnorm2[i0 + ii] = 0.f;
     __syncwarp();
-    for (int base = 0; base < RW * cpr; base += 32 * kUp) {
-      uint4 cw[kUp];
-      float rv[kUp][8];
+    for (int base = 0; base < RW * cpr; base += 32 * kU) {
+      uint4 cw[kU];
+      float rv[kU][8];
 #pragma unroll
-      for (int u = 0; u < kUp; u++) {
+      for (int u = 0; u < kU; u++) {
         const int c = base + u * 32 + lane, i = i0 + c / cpr, k = c % cpr;
         if (c < RW * cpr && !(rnorm[i] < 0.f)) {
           int jj = -1 - sel[i];
@@ -934,7 +921,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
         }
       }
 #pragma unroll
-      for (int u = 0; u < kUp; u++) {
+      for (int u = 0; u < kU; u++) {
         const int c = base + u * 32 + lane, i = i0 + c / cpr, k = c % cpr;
         const bool act = c < RW * cpr && !(rnorm[i] < 0.f);
         float ss = 0.f;
@@ -1026,7 +1013,7 @@ __device__ __forceinline__ void writePadding(const Params& p, long long row0, in
 // streams every (stage, N-tile, k-chunk) load of every chain through the
 // ring, waiting on each slot's empty barrier, never on the compute warps'
 // decisions (the sequence of codebook tiles does not depend on them).
-template <int BM, int BN, int WN, int S, int NW, bool MC>
+template <int BM, int BN, int WN, int S, int NW>
 __device__ __forceinline__ void produceAll(const Params& p, char* smem) {
 #if RVQ_BULK
   using C = Cfg<BM, BN, 1, WN, S>;
@@ -1044,22 +1031,6 @@ __device__ __forceinline__ void produceAll(const Params& p, char* smem) {
         const int s = L % S;
         if (L >= S) mbarWait(emptyA + 8 * s, ((L / S) - 1) & 1);
         mbarExpectTx(fullA + 8 * s, C::kSlot);
-#if RVQ_MCAST
-        if constexpr (MC) {
-          // This CTA's half of the slot (codeword rows [64 rank, 64 rank +
-          // 64) of each 128-row tile, the same half of hn) to both CTAs;
-          // the other CTA sends the other half. Both CTAs' full barriers
-          // expect the whole slot.
-          const uint32_t rank = clusterRank();
-          using SC = SlotCopy<BN>;
-#pragma unroll
-          for (int t = 0; t < SC::kCopies; t++)
-            bulkCopyMC(ringAddr + s * C::kSlotB + t * SC::kBytes + rank * 64 * kBK * 2,
-                       SC::src(p.tiles, off, nt, kc, t, KC) + rank * 64 * kBK, 64 * kBK * 2, fullA + 8 * s, 3);
-          bulkCopyMC(smemAddr(hnRing + s * BN + rank * (BN / 2)), p.hn + off + nt * BN + rank * (BN / 2), BN * 2,
-                     fullA + 8 * s, 3);
-        } else
-#endif
         {
           using SC = SlotCopy<BN>;
 #pragma unroll
@@ -1070,19 +1041,20 @@ __device__ __forceinline__ void produceAll(const Params& p, char* smem) {
         }
       }
   }
-  if constexpr (kMcast<MC> > 1) {
-    // The other CTA's warps arrive on this CTA's empty barriers: wait for
-    // the last releases so that none lands after this CTA exits.
-    for (int l = L > S ? L - S : 0; l < L; l++) mbarWait(emptyA + 8 * (l % S), (l / S) & 1);
-  }
 #endif
 }
 
-template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS, bool PW, bool AW, bool MC>
+template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS, bool PW, int AK>
 __device__ __forceinline__ void encode(const Params& p) {
   using C = Cfg<BM, BN, WM, WN, S>;
+  constexpr bool AW = AK > 0;
   extern __shared__ __align__(1024) char rvqSmem[];
   long long row0 = static_cast<long long>(blockIdx.x) * BM;
+  // The AW pipeline is compiled for Dp = 64 AK (the launcher runs it for
+  // that width only). Checked here, before the roles split: a trap inside
+  // the compute path makes ptxas drop its setmaxnreg register budget.
+  if constexpr (AK > 0 && RVQ_HAVE_WGMMA && RVQ_BULK)
+    if (p.Dp != AK * kBK) __trap();
 #if RVQ_BULK
   {  // the ring's barriers: full (one arrival + bytes), empty (every compute warp)
     const int Dp = static_cast<int>(p.Dp);
@@ -1092,38 +1064,39 @@ __device__ __forceinline__ void encode(const Params& p) {
     if (threadIdx.x == 0)
       for (int s = 0; s < S; s++) {
         mbarInit(fullA + 8 * s, 1);
-        mbarInit(emptyA + 8 * s, kMcast<MC> * C::kWarps);
+        mbarInit(emptyA + 8 * s, C::kWarps);
       }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-#if RVQ_MCAST
-    if constexpr (MC) clusterSync();  // the other CTA's barriers are ready too
-    else
-#endif
-      __syncthreads();
+    __syncthreads();
   }
 #endif
-  if (PW && threadIdx.x >= C::kThreads) {
+  // The role is warp-uniform by construction (a shuffle from lane 0), so
+  // that ptxas sees one branch per warpgroup role and applies the
+  // setmaxnreg budgets to its register allocation.
+  const int wgIdx = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
+  if (PW && (AW ? wgIdx == C::kWarps / 4 : threadIdx.x >= C::kThreads)) {
     // The producer warp (AW: warpgroup, whose first warp produces and which
     // hands registers to the compute warpgroups: setmaxnreg).
 #if RVQ_HAVE_WGMMA
     if constexpr (AW) regsDec<kProducerRegs>();
 #endif
-    if (threadIdx.x < C::kThreads + 32) produceAll<BM, BN, WN, S, C::kWarps, MC>(p, rvqSmem);
-  } else {
-#if RVQ_HAVE_WGMMA
-    if constexpr (AW) regsInc<kComputeRegs>();
-#endif
-    writePadding(p, row0, BM, C::kThreads);
-    int split = static_cast<int>(p.split), Q = static_cast<int>(p.Q);
-    Pipe pipe;
-    if (split == 0) {
-      encodeChain<BM, BN, WM, WN, S, WG, B, RS, PW, AW, MC>(p, 0, Q, row0, rvqSmem, pipe);
-    } else {
-      encodeChain<BM, BN, WM, WN, S, WG, B, RS, PW, AW, MC>(p, 0, split, row0, rvqSmem, pipe);
-      encodeChain<BM, BN, WM, WN, S, WG, B, RS, PW, AW, MC>(p, split, Q, row0, rvqSmem, pipe);
-    }
-    writeQuantized<BM, C::kThreads>(p, row0);
+    if (threadIdx.x < C::kThreads + 32) produceAll<BM, BN, WN, S, C::kWarps>(p, rvqSmem);
+    // The producer returns here: the roles never rejoin.
+    return;
   }
+#if RVQ_HAVE_WGMMA
+  if constexpr (AW) regsInc<kComputeRegs>();
+#endif
+  writePadding(p, row0, BM, C::kThreads);
+  int split = static_cast<int>(p.split), Q = static_cast<int>(p.Q);
+  Pipe pipe;
+  if (split == 0) {
+    encodeChain<BM, BN, WM, WN, S, WG, B, RS, PW, AK>(p, 0, Q, row0, rvqSmem, pipe);
+  } else {
+    encodeChain<BM, BN, WM, WN, S, WG, B, RS, PW, AK>(p, 0, split, row0, rvqSmem, pipe);
+    encodeChain<BM, BN, WM, WN, S, WG, B, RS, PW, AK>(p, split, Q, row0, rvqSmem, pipe);
+  }
+  writeQuantized<BM, C::kThreads>(p, row0);
 }
 
 }  // namespace rvqk
@@ -1137,57 +1110,45 @@ __device__ __forceinline__ void encode(const Params& p) {
 
 // Variants (BM, BN, WM x WN warps, ring depth S); the Go launcher picks one
 // per D (shared memory) and $EDGE_RVQ_VARIANT overrides it for sweeps.
-#define RVQ_VARIANT_ATTR(attr, name, BM, BN, WM, WN, S, MINB, WG, B, RS, PW, AW, MC)                          \
-  extern "C" __global__ void attr __launch_bounds__(WM * WN * 32 + (AW ? 128 : PW ? 32 : 0), MINB)               \
+#define RVQ_VARIANT(name, BM, BN, WM, WN, S, MINB, WG, B, RS, PW, AK)                                        \
+  extern "C" __global__ void __launch_bounds__(WM * WN * 32 + (AK > 0 ? 128 : PW ? 32 : 0), MINB)                \
       name(RVQ_ENCODE_ARGS) {                                                                                   \
-    rvqk::encode<BM, BN, WM, WN, S, WG, rvqk::B, RS, PW, AW, MC>(RVQ_PARAMS);                                 \
+    rvqk::encode<BM, BN, WM, WN, S, WG, rvqk::B, RS, PW, AK>(RVQ_PARAMS);                                     \
   }
-#define RVQ_VARIANT(name, BM, BN, WM, WN, S, MINB, WG, B, RS, PW, AW) \
-  RVQ_VARIANT_ATTR(, name, BM, BN, WM, WN, S, MINB, WG, B, RS, PW, AW, false)
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define RVQ_PAIR_CLUSTER __cluster_dims__(2, 1, 1)
-#else
-#define RVQ_PAIR_CLUSTER
-#endif
 // name: m<BM> n<BN> w<WM><WN> (warps) s<ring depth>, p: packed running
 // minimum (all), r: fp32 residual in shared memory, x2: two CTAs an SM,
 // w: a producer warp (one more warp in the block) streams the ring.
-RVQ_VARIANT(rvq_encode_m128n128w24s4p, 128, 128, 2, 4, 4, 1, false, Best, false, false, false)
-RVQ_VARIANT(rvq_encode_m128n128w24s4pr, 128, 128, 2, 4, 4, 1, false, Best, true, false, false)
-RVQ_VARIANT(rvq_encode_m128n256w24s3p, 128, 256, 2, 4, 3, 1, false, Best, false, false, false)
-RVQ_VARIANT(rvq_encode_m64n128w14s4p, 64, 128, 1, 4, 4, 1, false, Best, false, false, false)
+RVQ_VARIANT(rvq_encode_m128n128w24s4p, 128, 128, 2, 4, 4, 1, false, Best, false, false, 0)
+RVQ_VARIANT(rvq_encode_m128n128w24s4pr, 128, 128, 2, 4, 4, 1, false, Best, true, false, 0)
+RVQ_VARIANT(rvq_encode_m128n256w24s3p, 128, 256, 2, 4, 3, 1, false, Best, false, false, 0)
+RVQ_VARIANT(rvq_encode_m64n128w14s4p, 64, 128, 1, 4, 4, 1, false, Best, false, false, 0)
 // mma.sync with whole N-tiles per warp (WN = 1: warp-local stage end).
-RVQ_VARIANT(rvq_encode_m256n128w81s4p, 256, 128, 8, 1, 4, 1, false, Best, false, false, false)
-RVQ_VARIANT(rvq_encode_m128n128w41s4px2, 128, 128, 4, 1, 4, 2, false, Best, false, false, false)
-RVQ_VARIANT(rvq_encode_m128n128w41s4pwx2, 128, 128, 4, 1, 4, 2, false, Best, false, true, false)
+RVQ_VARIANT(rvq_encode_m256n128w81s4p, 256, 128, 8, 1, 4, 1, false, Best, false, false, 0)
+RVQ_VARIANT(rvq_encode_m128n128w41s4px2, 128, 128, 4, 1, 4, 2, false, Best, false, false, 0)
+RVQ_VARIANT(rvq_encode_m128n128w41s4pwx2, 128, 128, 4, 1, 4, 2, false, Best, false, true, 0)
 // Hopper: wgmma m64n128k16 from shared memory, a warpgroup per 64 rows (the
 // mma.sync tiling WM x 1 warps, 16 rows x 128 codewords a warp, elsewhere).
-RVQ_VARIANT(rvq_encode_wg_m128n128s4p, 128, 128, 8, 1, 4, 1, true, Best, false, false, false)
-RVQ_VARIANT(rvq_encode_wg_m128n128s4pw, 128, 128, 8, 1, 4, 1, true, Best, false, true, false)
-RVQ_VARIANT(rvq_encode_wg_m128n128s6pw, 128, 128, 8, 1, 6, 1, true, Best, false, true, false)
-RVQ_VARIANT(rvq_encode_wg_m128n128s3px2, 128, 128, 8, 1, 3, 2, true, Best, false, false, false)
-RVQ_VARIANT(rvq_encode_wg_m128n128s3pwx2, 128, 128, 8, 1, 3, 2, true, Best, false, true, false)
-RVQ_VARIANT(rvq_encode_wg_m192n128s4p, 192, 128, 12, 1, 4, 1, true, Best, false, false, false)
-RVQ_VARIANT(rvq_encode_wg_m192n128s4pw, 192, 128, 12, 1, 4, 1, true, Best, false, true, false)
-RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, Best, false, false, false)
-// Hopper, asynchronous N-tiles (a): two accumulator sets per warpgroup, the
+RVQ_VARIANT(rvq_encode_wg_m128n128s4p, 128, 128, 8, 1, 4, 1, true, Best, false, false, 0)
+RVQ_VARIANT(rvq_encode_wg_m128n128s4pw, 128, 128, 8, 1, 4, 1, true, Best, false, true, 0)
+RVQ_VARIANT(rvq_encode_wg_m128n128s6pw, 128, 128, 8, 1, 6, 1, true, Best, false, true, 0)
+RVQ_VARIANT(rvq_encode_wg_m128n128s3px2, 128, 128, 8, 1, 3, 2, true, Best, false, false, 0)
+RVQ_VARIANT(rvq_encode_wg_m128n128s3pwx2, 128, 128, 8, 1, 3, 2, true, Best, false, true, 0)
+RVQ_VARIANT(rvq_encode_wg_m192n128s4p, 192, 128, 12, 1, 4, 1, true, Best, false, false, 0)
+RVQ_VARIANT(rvq_encode_wg_m192n128s4pw, 192, 128, 12, 1, 4, 1, true, Best, false, true, 0)
+RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, Best, false, false, 0)
+// Hopper, asynchronous N-tiles (wa): two accumulator sets per warpgroup, the
 // next N-tile's wgmma in flight while the warps fold the current one's
-// scores; one CTA an SM (288 threads: 224 registers a thread, room for the
-// 2 x 64 accumulators). Needs S >= 2 * Dp / 64 ring slots (else it runs the
-// plain N-tile loop).
-RVQ_VARIANT(rvq_encode_wa_m128n128s10pw, 128, 128, 8, 1, 10, 1, true, Best, false, true, true)
-RVQ_VARIANT(rvq_encode_wa_m128n128s8pw, 128, 128, 8, 1, 8, 1, true, Best, false, true, true)
-RVQ_VARIANT(rvq_encode_wa_m128n128s6pw, 128, 128, 8, 1, 6, 1, true, Best, false, true, true)
-RVQ_VARIANT(rvq_encode_wa_m128n128s6pwr, 128, 128, 8, 1, 6, 1, true, Best, true, true, true)
-// wa with a cluster of two CTAs (an even grid) sharing one codebook stream
-// (mc): each CTA's producer loads half of every slot and multicasts it to
-// both, halving the L2 -> SM traffic.
-RVQ_VARIANT_ATTR(RVQ_PAIR_CLUSTER, rvq_encode_wc_m128n128s8pw, 128, 128, 8, 1, 8, 1, true, Best, false, true, true, true)
-RVQ_VARIANT_ATTR(RVQ_PAIR_CLUSTER, rvq_encode_wc_m128n128s6pwr, 128, 128, 8, 1, 6, 1, true, Best, true, true, true, true)
-// wa with N-tiles of 64 codewords (wgmma m64n64k16): half the ring bytes a
-// tile, so that D = 256 keeps two tiles in flight and one more loading.
-RVQ_VARIANT(rvq_encode_wa_m128n64s16pw, 128, 64, 8, 1, 16, 1, true, Best, false, true, true)
-RVQ_VARIANT(rvq_encode_wa_m128n64s12pw, 128, 64, 8, 1, 12, 1, true, Best, false, true, true)
+// scores; a producer warpgroup and setmaxnreg (384 threads, one CTA an SM).
+// The pipeline is compiled for one padded width (the _d<Dp> suffix, AK =
+// Dp / 64 k-chunks a tile, S >= 2 AK ring slots); elsewhere than sm_90a the
+// same kernels run the plain loop for any D.
+RVQ_VARIANT(rvq_encode_wa_m128n128s6pw_d128, 128, 128, 8, 1, 6, 1, true, Best, false, true, 2)
+RVQ_VARIANT(rvq_encode_wa_m128n128s8pw_d128, 128, 128, 8, 1, 8, 1, true, Best, false, true, 2)
+RVQ_VARIANT(rvq_encode_wa_m128n128s6pwr_d128, 128, 128, 8, 1, 6, 1, true, Best, true, true, 2)
+RVQ_VARIANT(rvq_encode_wa_m128n128s8pw_d256, 128, 128, 8, 1, 8, 1, true, Best, false, true, 4)
+// N-tiles of 64 codewords (wgmma m64n64k16): half the ring bytes a tile, so
+// that D = 256 keeps two tiles in flight and two more loading.
+RVQ_VARIANT(rvq_encode_wa_m128n64s16pw_d256, 128, 64, 8, 1, 16, 1, true, Best, false, true, 4)
 
 // rvq_small_score: stage q of the small-batch path. Grid (ceil(K/256),
 // nrows), block 256: thread e scores entry e exactly (CPU formula) for the

@@ -65,39 +65,30 @@ type variant struct {
 	bm, bn, wm, wn, stage int
 	rs                    bool
 	pw                    bool // one more warp: the ring's producer
-	// aw: asynchronous N-tiles (two accumulator sets, the next tile's
-	// wgmma in flight during the fold of the current one) and a producer
-	// warpgroup instead of a warp; on Hopper the pipeline needs stage >=
-	// 2*dp/64 ring slots (fits), elsewhere the kernel runs the plain loop.
-	aw bool
-	// mc: a cluster of two CTAs shares one codebook stream (multicast bulk
-	// copies); the grid is even.
-	mc bool
+	// awDp > 0: asynchronous N-tiles (two accumulator sets, the next
+	// tile's wgmma in flight during the fold of the current one) and a
+	// producer warpgroup; on Hopper that pipeline is compiled for rows of
+	// awDp padded values and runs for those only, elsewhere the kernel runs
+	// the plain loop for any width.
+	awDp int
 }
 
 // grid is its number of CTAs for rows rows.
-func (v variant) grid(rows int) int {
-	n := (rows + v.bm - 1) / v.bm
-	if v.mc {
-		n += n % 2
-	}
-	return n
-}
+func (v variant) grid(rows int) int { return (rows + v.bm - 1) / v.bm }
+
+// aw reports whether v is an asynchronous-N-tile variant.
+func (v variant) aw() bool { return v.awDp > 0 }
 
 // threads is its block size.
 func (v variant) threads() int {
 	switch {
-	case v.aw:
+	case v.aw():
 		return 32 * (v.wm*v.wn + 4)
 	case v.pw:
 		return 32 * (v.wm*v.wn + 1)
 	}
 	return 32 * v.wm * v.wn
 }
-
-// pipelined reports whether an aw variant's ring holds two N-tiles of rows
-// of dp values, as its Hopper pipeline needs.
-func (v variant) pipelined(dp int) bool { return v.aw && v.stage >= 2*dp/dimAlign }
 
 // shared is its dynamic shared memory for rows of dp values: the bf16 A
 // tile, the ring (codewords and hn), the per-warp partial minima, three
@@ -115,36 +106,30 @@ func (v variant) shared(dp int) int {
 // first whose shared memory fits the device for the codebooks' D (the wg
 // ones on Hopper only).
 var variants = []variant{
-	{"rvq_encode_wg_m128n128s3px2", 128, 128, 8, 1, 3, false, false, false, false},
-	{"rvq_encode_wg_m192n128s4p", 192, 128, 12, 1, 4, false, false, false, false},
-	{"rvq_encode_wg_m128n128s4p", 128, 128, 8, 1, 4, false, false, false, false},
-	{"rvq_encode_m128n128w24s4p", 128, 128, 2, 4, 4, false, false, false, false},
-	{"rvq_encode_m64n128w14s4p", 64, 128, 1, 4, 4, false, false, false, false},
-	{"rvq_encode_m128n128w24s4pr", 128, 128, 2, 4, 4, true, false, false, false},
-	{"rvq_encode_m128n256w24s3p", 128, 256, 2, 4, 3, false, false, false, false},
-	{"rvq_encode_m256n128w81s4p", 256, 128, 8, 1, 4, false, false, false, false},
-	{"rvq_encode_m128n128w41s4px2", 128, 128, 4, 1, 4, false, false, false, false},
-	{"rvq_encode_m128n128w41s4pwx2", 128, 128, 4, 1, 4, false, true, false, false},
+	{"rvq_encode_wg_m128n128s3px2", 128, 128, 8, 1, 3, false, false, 0},
+	{"rvq_encode_wg_m192n128s4p", 192, 128, 12, 1, 4, false, false, 0},
+	{"rvq_encode_wg_m128n128s4p", 128, 128, 8, 1, 4, false, false, 0},
+	{"rvq_encode_m128n128w24s4p", 128, 128, 2, 4, 4, false, false, 0},
+	{"rvq_encode_m64n128w14s4p", 64, 128, 1, 4, 4, false, false, 0},
+	{"rvq_encode_m128n128w24s4pr", 128, 128, 2, 4, 4, true, false, 0},
+	{"rvq_encode_m128n256w24s3p", 128, 256, 2, 4, 3, false, false, 0},
+	{"rvq_encode_m256n128w81s4p", 256, 128, 8, 1, 4, false, false, 0},
+	{"rvq_encode_m128n128w41s4px2", 128, 128, 4, 1, 4, false, false, 0},
+	{"rvq_encode_m128n128w41s4pwx2", 128, 128, 4, 1, 4, false, true, 0},
 	// wg: wgmma on sm_90a (unless kernels/rvq.cu is built with
 	// RVQ_NO_WGMMA), the same tiling on mma.sync elsewhere.
-	{"rvq_encode_wg_m128n128s4pw", 128, 128, 8, 1, 4, false, true, false, false},
-	{"rvq_encode_wg_m128n128s6pw", 128, 128, 8, 1, 6, false, true, false, false},
-	{"rvq_encode_wg_m128n128s3pwx2", 128, 128, 8, 1, 3, false, true, false, false},
-	{"rvq_encode_wg_m192n128s4pw", 192, 128, 12, 1, 4, false, true, false, false},
-	{"rvq_encode_wg_m256n128s3p", 256, 128, 16, 1, 3, false, false, false, false},
-	// wa: wg with asynchronous N-tiles, a producer warpgroup and
-	// setmaxnreg (sm_90a).
-	{"rvq_encode_wa_m128n128s10pw", 128, 128, 8, 1, 10, false, true, true, false},
-	{"rvq_encode_wa_m128n128s8pw", 128, 128, 8, 1, 8, false, true, true, false},
-	{"rvq_encode_wa_m128n128s6pw", 128, 128, 8, 1, 6, false, true, true, false},
-	{"rvq_encode_wa_m128n128s6pwr", 128, 128, 8, 1, 6, true, true, true, false},
-	// wc: wa in clusters of two CTAs sharing the codebook stream
-	// (multicast).
-	{"rvq_encode_wc_m128n128s8pw", 128, 128, 8, 1, 8, false, true, true, true},
-	{"rvq_encode_wc_m128n128s6pwr", 128, 128, 8, 1, 6, true, true, true, true},
-	// wa with 64-codeword N-tiles (wgmma m64n64k16).
-	{"rvq_encode_wa_m128n64s16pw", 128, 64, 8, 1, 16, false, true, true, false},
-	{"rvq_encode_wa_m128n64s12pw", 128, 64, 8, 1, 12, false, true, true, false},
+	{"rvq_encode_wg_m128n128s4pw", 128, 128, 8, 1, 4, false, true, 0},
+	{"rvq_encode_wg_m128n128s6pw", 128, 128, 8, 1, 6, false, true, 0},
+	{"rvq_encode_wg_m128n128s3pwx2", 128, 128, 8, 1, 3, false, true, 0},
+	{"rvq_encode_wg_m192n128s4pw", 192, 128, 12, 1, 4, false, true, 0},
+	{"rvq_encode_wg_m256n128s3p", 256, 128, 16, 1, 3, false, false, 0},
+	// wa: wg with asynchronous N-tiles, a producer warpgroup and setmaxnreg
+	// (sm_90a), the pipeline compiled for one padded width.
+	{"rvq_encode_wa_m128n128s6pw_d128", 128, 128, 8, 1, 6, false, true, 128},
+	{"rvq_encode_wa_m128n128s8pw_d128", 128, 128, 8, 1, 8, false, true, 128},
+	{"rvq_encode_wa_m128n128s6pwr_d128", 128, 128, 8, 1, 6, true, true, 128},
+	{"rvq_encode_wa_m128n128s8pw_d256", 128, 128, 8, 1, 8, false, true, 256},
+	{"rvq_encode_wa_m128n64s16pw_d256", 128, 64, 8, 1, 16, false, true, 256},
 }
 
 // fits returns why variant v cannot encode rows of d values (dp padded) on
@@ -154,8 +139,8 @@ func (k *cudaKernels) fits(v variant, d, dp int) error {
 	if need := v.shared(dp); need > k.maxShared[v.name] {
 		return fmt.Errorf("rvq: variant %s needs %d B of shared memory for D = %d; the device allows %d B", v.name, need, d, k.maxShared[v.name])
 	}
-	if k.hopper && v.aw && !v.pipelined(dp) {
-		return fmt.Errorf("rvq: variant %s keeps two N-tiles in its %d ring slots: D = %d needs %d", v.name, v.stage, d, 2*dp/dimAlign)
+	if k.hopper && v.aw() && v.awDp != dp {
+		return fmt.Errorf("rvq: variant %s is compiled for rows of %d padded values on this GPU; D = %d pads to %d", v.name, v.awDp, d, dp)
 	}
 	return nil
 }
@@ -430,7 +415,7 @@ func (dc *DeviceCodebooks) pick(rows int) (variant, *cuda.Kernel, error) {
 			}
 			continue
 		}
-		if want == "" && !dc.k.hopper && (strings.HasPrefix(v.name, "rvq_encode_wg_") || v.aw) {
+		if want == "" && !dc.k.hopper && (strings.HasPrefix(v.name, "rvq_encode_wg_") || v.aw()) {
 			continue // without wgmma the wg tilings are the slower mma.sync ones
 		}
 		if err := dc.k.fits(v, dc.c.dim, dc.dp); err != nil {

@@ -174,7 +174,8 @@ func TestCUDAVariants(t *testing.T) {
 				require.NoError(t, err)
 				require.NotNil(t, k.fused[v.name], "variant %s is missing from the loaded fatbin", v.name)
 				if err := k.fits(v, d, d); err != nil {
-					// too large for this device, or a ring too short for D:
+					// too large for this device, or an aw pipeline compiled for
+					// another width:
 					// Encode refuses it by name
 					be := cudatest.Backend(t)
 					dc, err := NewDeviceCodebooks(be, c)
