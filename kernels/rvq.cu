@@ -174,6 +174,11 @@ __device__ __forceinline__ void mma16816(float* c, const uint32_t* a, uint32_t b
 __device__ __forceinline__ void namedBarrier(int id, int n) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
 }
+// namedArrive: the calling warps' arrival on named barrier id (n threads in
+// all), without waiting.
+__device__ __forceinline__ void namedArrive(int id, int n) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
 
 __device__ __forceinline__ float bf(uint16_t v) { return __uint_as_float(static_cast<uint32_t>(v) << 16); }
 
@@ -477,7 +482,10 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     else
       __syncthreads();
   };
-  const int Dp = static_cast<int>(p.Dp), D = static_cast<int>(p.D), KC = Dp / kBK;
+  // The AW pipeline is compiled for Dp = 64 AK (encode traps otherwise):
+  // a constant row width there, so the update's index math folds.
+  constexpr bool kFixedDp = AW && WG && RVQ_HAVE_WGMMA && RVQ_BULK;
+  const int Dp = kFixedDp ? AK * kBK : static_cast<int>(p.Dp), D = static_cast<int>(p.D), KC = Dp / kBK;
   char* sA = smem;
   char* ring = sA + size_t(BM) * Dp * 2;
   float* hnRing = reinterpret_cast<float*>(ring + size_t(S) * C::kSlotB);  // [S][BN]
@@ -627,6 +635,15 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       }
     }
   };
+  // AW: warpgroup 1 starts its chain kLag N-tiles after warpgroup 0 (named
+  // barrier 14: warpgroup 0 arrives once it has issued kLag + 1 tiles), so
+  // that one warpgroup's stage end (merge, guard, update: latency-bound)
+  // runs while the other still feeds the tensor cores. Both share the
+  // ring, so the lag stays (the producer keeps kLag + 2 tiles and one
+  // prefetch in S / AK); with fewer slots, no lag.
+  constexpr int kLag = (AW && S / (AK > 0 ? AK : 1) > 3) ? S / (AK > 0 ? AK : 1) - 3 : 0;
+  [[maybe_unused]] bool lagPending = kLag > 0;
+  [[maybe_unused]] int tilesIssued = 0;
   int slot = 0;
   for (int q = q0; q < q1; q++) {
     const int off = p.meta[q * 4], K = p.meta[q * 4 + 1];
@@ -675,7 +692,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
         // ends a scoreboard group at every basic block, and a tile of
         // several groups makes wgmma.wait_group 1 wait for the tile just
         // issued as well. Hence AK, the k-chunks a row, is compiled in.
-        auto issueTile = [&](float (&d)[C::MT][C::NT][4]) {
+        auto issueRun = [&](float (&d)[C::MT][C::NT][4]) {
 #pragma unroll
           for (int kc = 0; kc < AK; kc++) {
             const int L = pipe.cons + kc;
@@ -695,6 +712,17 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
           }
           wgCommit();
           pipe.cons += AK;
+        };
+        auto issueTile = [&](float (&d)[C::MT][C::NT][4]) {
+          if (kLag > 0 && lagPending && warp >= 4) {
+            namedBarrier(14, 256);
+            lagPending = false;
+          }
+          issueRun(d);
+          if (kLag > 0 && lagPending && warp < 4 && ++tilesIssued > kLag) {
+            namedArrive(14, 256);
+            lagPending = false;
+          }
         };
         // foldTile folds tile nt (its wgmma complete: call after the wait)
         // whose first load was first, then releases its KC slots.
@@ -730,6 +758,10 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
         } else {
           wgWait0();
           foldTile(accum, nt - 1, first);
+        }
+        if (kLag > 0 && lagPending && warp < 4) {  // a first stage of <= kLag tiles
+          namedArrive(14, 256);
+          lagPending = false;
         }
       }
     }
@@ -871,10 +903,11 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     // re-score of its near ties, then r -= C_j for all its rows at once,
     // 8 values (16 bytes of codeword) per lane and kU chunks in flight.
     constexpr int RW = BM / C::kWarps;
+    static_assert(RW <= 32, "a warp's rows fit one ballot");
     const int i0 = warp * RW;
-    for (int ii = 0; ii < RW; ii++) {
-      const int i = i0 + ii, s = sel[i];
-      if (s < 0) continue;  // decided (or an invalid row)
+    // The rows to re-score (sel >= 0), one ballot: usually none.
+    for (unsigned ties = __ballot_sync(kFull, lane < RW && sel[i0 + lane] >= 0); ties != 0; ties &= ties - 1) {
+      const int i = i0 + __ffs(ties) - 1;
       const float* src = res + size_t(i) * Dp;
       float bs = INFINITY;
       int bj = 0x7fffffff;
@@ -896,7 +929,6 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       // Non-finite x (reported by rvq_check and the host) can leave no
       // winner: keep the gather in bounds.
       if (bj < 0 || bj >= K) bj = 0;
-      __syncwarp();  // every lane has read sel[i]
       if (lane == 0) {
         sel[i] = -1 - bj;
         if (p.stats) atomicAdd(p.stats, 1);
@@ -1144,6 +1176,7 @@ RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, Best, false,
 // same kernels run the plain loop for any D.
 RVQ_VARIANT(rvq_encode_wa_m128n128s6pw_d128, 128, 128, 8, 1, 6, 1, true, Best, false, true, 2)
 RVQ_VARIANT(rvq_encode_wa_m128n128s8pw_d128, 128, 128, 8, 1, 8, 1, true, Best, false, true, 2)
+RVQ_VARIANT(rvq_encode_wa_m128n128s10pw_d128, 128, 128, 8, 1, 10, 1, true, Best, false, true, 2)
 RVQ_VARIANT(rvq_encode_wa_m128n128s6pwr_d128, 128, 128, 8, 1, 6, 1, true, Best, true, true, 2)
 RVQ_VARIANT(rvq_encode_wa_m128n128s8pw_d256, 128, 128, 8, 1, 8, 1, true, Best, false, true, 4)
 // N-tiles of 64 codewords (wgmma m64n64k16): half the ring bytes a tile, so

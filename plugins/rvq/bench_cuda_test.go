@@ -69,7 +69,7 @@ func BenchmarkCUDAEncode(b *testing.B) {
 				if err := dc.Encode(xd, bt, codes, quant); err != nil { // warm-up; also skips variants that do not fit
 					b.Skip(err)
 				}
-				v, k, err := dc.pick(B * T)
+				v, k, err := dc.pick()
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -127,6 +127,7 @@ var variants = []variant{
 	// (sm_90a), the pipeline compiled for one padded width.
 	{"rvq_encode_wa_m128n128s6pw_d128", 128, 128, 8, 1, 6, false, true, 128},
 	{"rvq_encode_wa_m128n128s8pw_d128", 128, 128, 8, 1, 8, false, true, 128},
+	{"rvq_encode_wa_m128n128s10pw_d128", 128, 128, 8, 1, 10, false, true, 128},
 	{"rvq_encode_wa_m128n128s6pwr_d128", 128, 128, 8, 1, 6, true, true, 128},
 	{"rvq_encode_wa_m128n128s8pw_d256", 128, 128, 8, 1, 8, false, true, 256},
 	{"rvq_encode_wa_m128n64s16pw_d256", 128, 64, 8, 1, 16, false, true, 256},
@@ -346,23 +347,17 @@ func u16Bytes(v []uint16) []byte {
 }
 
 // preferred lists, per padded width Dp, the variants measured fastest on the
-// H200 (docs/bench/rvq_gpu.md), tried before the rest of variants.
+// H200 (docs/bench/rvq_gpu.md), tried before the rest of variants: the wa
+// kernels where one is compiled for Dp (Hopper only; fits skips the others),
+// then the wg ones.
 var preferred = []struct {
 	maxDp int
 	names []string
 }{
-	{128, []string{"rvq_encode_wg_m128n128s3pwx2", "rvq_encode_wg_m128n128s3px2", "rvq_encode_wg_m192n128s4pw"}},
+	{128, []string{"rvq_encode_wa_m128n128s10pw_d128", "rvq_encode_wa_m128n128s8pw_d128", "rvq_encode_wa_m128n128s6pw_d128",
+		"rvq_encode_wg_m128n128s3pwx2", "rvq_encode_wg_m128n128s3px2", "rvq_encode_wg_m192n128s4pw"}},
+	{256, []string{"rvq_encode_wa_m128n64s16pw_d256", "rvq_encode_wg_m256n128s3p", "rvq_encode_wg_m192n128s4pw"}},
 	{1024, []string{"rvq_encode_wg_m256n128s3p", "rvq_encode_wg_m192n128s4pw"}},
-}
-
-// waveFill is how full the last wave of CTAs is on average: ctas CTAs on
-// slots resident CTAs, ctas/slots over its ceiling.
-func waveFill(ctas, slots int) float64 {
-	if ctas <= 0 || slots <= 0 {
-		return 0
-	}
-	waves := (ctas + slots - 1) / slots
-	return float64(ctas) / float64(waves*slots)
 }
 
 // autoOrder is variants with the preferred ones for dp first.
@@ -391,19 +386,13 @@ func autoOrder(dp int) []variant {
 }
 
 // pick returns the fused variant for these codebooks: $EDGE_RVQ_VARIANT or
-// dc.variant when set, else the first that fits the device's shared memory
-// (skipping the wg variants on GPUs other than Hopper).
-func (dc *DeviceCodebooks) pick(rows int) (variant, *cuda.Kernel, error) {
+// dc.variant when set, else the first of autoOrder that fits (fits: shared
+// memory, and a wa pipeline compiled for this width), skipping the wg and wa
+// variants on GPUs other than Hopper.
+func (dc *DeviceCodebooks) pick() (variant, *cuda.Kernel, error) {
 	want := dc.variant
 	if want == "" {
 		want = os.Getenv(EnvVariant)
-	}
-	// At D <= 128 the 192-row producer-warp variant beat the two-CTA ones
-	// on the H200 when its CTAs fill their waves (e.g. 49152 rows: 256 CTAs
-	// on 132 SMs, 212-254 vs 190-238 TFLOP/s) and lost when they do not
-	// (81920 rows: 427 CTAs, 170 vs 193).
-	if want == "" && dc.k.hopper && dc.dp <= 128 && waveFill((rows+191)/192, dc.be.Multiprocessors()) >= 0.9 {
-		want = "rvq_encode_wg_m192n128s4pw"
 	}
 	for _, v := range autoOrder(dc.dp) {
 		if want != "" && v.name != want {
@@ -505,7 +494,7 @@ func (dc *DeviceCodebooks) Encode(x cuda.DevicePtr, bt Batch, codes, quantized c
 	default:
 		var v variant
 		var k *cuda.Kernel
-		if v, k, err = dc.pick(rows); err == nil {
+		if v, k, err = dc.pick(); err == nil {
 			err = dc.launchFused(v, k, x, bt, lengths, res.Ptr(), codes, quantized, stats, status.Ptr())
 		}
 	}
