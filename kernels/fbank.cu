@@ -14,13 +14,10 @@
 //      item's statistics (Whisper: the floor, max - 8; Parakeet: per-feature
 //      mean and 1/(std + 1e-5), float64). Fused: the same launch also runs
 //      the normalisation tiles, a lag behind the transform tiles (or all
-//      after them). With chunk minima (cmin, Whisper mel_time) the
-//      write-out also keeps each float4 chunk's minimum (bfloat16, rounded
-//      down).
+//      after them).
 //   2. otherwise fbank_stats (Parakeet, single long clips: the moments from
 //      the partials by 8 threads a feature) and fbank_normalize (one block
-//      a tile, in place), or, with chunk minima, fbank_clamp (Whisper: only
-//      the chunks whose minimum is under the floor are read).
+//      a tile, in place).
 // normalize=none stops after the transform. Both normalisations: Whisper
 // clamps (1. stored (y + 4)/4 already) only the tiles whose minimum is under
 // the floor; Parakeet (y - mean)·inv in float32 with the mean split hi+lo.
@@ -61,8 +58,7 @@ constexpr int kStatWarps = 8;  // warps per block of fbank_stats (256 threads)
 // FBANK_ABLATE (timing probes only: the features are wrong): a bit mask of
 // stages left out of fbank_logmel, to measure what each costs: 1 the mel
 // band sums past each band's first bin, 2 the write-out of the rows to
-// global memory, 8 the column DFTs. 0 (the default, fbank_frame.cuh)
-// leaves nothing out.
+// global memory. 0 (the default, fbank_frame.cuh) leaves nothing out.
 
 // FBANK_MEL_TC=1: the tensor-core mel (mel_tc) instead of the band sums.
 #ifndef FBANK_MEL_TC
@@ -87,16 +83,6 @@ enum Stats : long long { kStatsNone = 0, kStatsMax = 1, kStatsMoments = 2 };
 struct Tile {
   long long x, b, G, B;
 };
-
-// bf16_down is the bfloat16 (the upper 16 bits of a float) nearest x from
-// below (x finite or ±inf): float(bf16_down(x)) <= x. bf16_float is its value.
-__device__ __forceinline__ unsigned short bf16_down(float x) {
-  const unsigned u = __float_as_uint(x);
-  unsigned h = u >> 16;
-  if ((u & 0xffffu) != 0 && (u >> 31) != 0) h++;  // negative: away from zero
-  return (unsigned short)h;
-}
-__device__ __forceinline__ float bf16_float(unsigned short h) { return __uint_as_float((unsigned)h << 16); }
 
 __device__ __forceinline__ float warp_max(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
@@ -261,14 +247,17 @@ __device__ float mel_tc(const float* P, int pitchW, int rows, int valid, int H, 
 // warps), R = 4·W rows a step, F = R·steps frames per block: tile (x, b) owns frames t0 = x·F ..
 // t0+F-1 of item b; in step st warp w transforms the 4 frames
 // t0 + st·R + 4·w + g, g < 4, 8 lanes a frame (fbank_frame.cuh), and the block
-// writes the step's R rows before the next step. Dynamic shared memory, in
+// writes the step's R rows before the next step (wide_ != 0, with two
+// stages in the mel_time float4 write-out without per-feature sums: the
+// rows of an even step and the next odd one together, 2R rows, after the
+// odd step: whole 128-byte lines a feature). Dynamic shared memory, in
 // this order: W·4·S·8 bytes of frame buffers (S = Frame<N>::S float2: 200 for
 // N 400, 264 for 512); for kStatsMoments 2·M doubles (the block's Σy, Σy²);
 // stages (1 or 2: double-buffered, one barrier a step instead of two) times
 // R·(M+4)·4 bytes of staged log-mel rows (row pitch M+2 for mel_time, so
-// that its transposing float4 write-out reads 32 banks, M+4 for time_mel,
-// 16-byte rows; M+1 when M is not a multiple of 8 or 4: the scalar
-// write-out); when shared_w > 0, the filterbank:
+// that its transposing float4 write-out reads 32 banks, M+1 when wide, M+4
+// for time_mel, 16-byte rows; M+1 when M is not a multiple of 8 or 4: the
+// scalar write-out); when shared_w > 0, the filterbank:
 // bands (2·M ints) and its shared_w weights (w[j·M + m], fbank_frame.cuh's
 // Band), copied once per block.
 // Registers: the __launch_bounds__ of 256 threads and FBANK_MIN_BLOCKS blocks
@@ -294,7 +283,7 @@ __device__ float mel_tc(const float* P, int pitchW, int rows, int valid, int H, 
 // [t·hop, (t+1)·hop) (the last computed frame: up to real) are checked: the
 // smallest index of a NaN/Inf sample of item b goes to bad[b] (atomicMin;
 // the caller presets it to all ones).
-template <int N, bool kAsync>
+template <int N>
 __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long pcm_stride, const Item* __restrict__ items,
                        const float* __restrict__ window, const float2* __restrict__ twN,
                        const float2* __restrict__ colTw, const Band* __restrict__ bands, const float* __restrict__ weights, long long shared_w,
@@ -305,11 +294,9 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
                        unsigned long long* __restrict__ bad, const float4* __restrict__ mel_frag,
                        const int4* __restrict__ mel_tiles, unsigned long long* tickets, double clamp, double eps,
                        void* result, long long* ready, long long epoch, long long stages,
-                       unsigned short* __restrict__ cmin) {
+                       long long wide_) {
   using Fr = fbank::Frame<N>;
-  // The frame pitch (float2): Frame<N>::S, or for kAsync the padded pitch
-  // whose tail past the power rows holds the warp's staged samples.
-  constexpr int S = kAsync ? fbank::AsyncPitch<N>::S : Fr::S;
+  constexpr int S = Fr::S;  // the frame pitch (float2)
   const long long x = tl.x, b = tl.b, G = tl.G;
   extern __shared__ float2 smem[];
   const int W = blockDim.x / kWarp, threads = blockDim.x;
@@ -317,7 +304,11 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
   const int g = lane / fbank::kLanes, n1 = lane % fbank::kLanes;
   const int M = (int)n_mels, R = fbank::kGroups * W;
   // The stage's row pitch (<= M + 4): see the write-out below.
-  const int pitch = layout == 0 ? (M % 8 == 0 ? M + 2 : M + 1) : (M % 4 == 0 ? M + 4 : M + 1);
+  // wide: the mel_time float4 write-out of two steps' rows at once (see the
+  // write-out below); only with two stages and without per-feature sums.
+  const bool wide = wide_ != 0 && layout == 0 && frames % 4 == 0 && stages == 2 && stats != kStatsMoments &&
+                    !FBANK_MEL_TC;
+  const int pitch = layout == 0 ? (M % 8 == 0 && !wide ? M + 2 : M + 1) : (M % 4 == 0 ? M + 4 : M + 1);
   const long long F = (long long)R * steps;
   float2* T = smem + warp * fbank::kGroups * S;  // the warp's 4 frame buffers
   double* acc = reinterpret_cast<double*>(smem + W * fbank::kGroups * S);  // Σy, Σy² per feature
@@ -330,31 +321,6 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
   const Item it = items[b];  // first: its latency hides under the copies below
   const float* row = pcm + b * pcm_stride;
   const int r0 = warp * fbank::kGroups;  // the warp's first staged row
-  // kAsync: the warp's samples of step s are copied (cp.async, 16-byte
-  // chunks) into pb, past its power rows in its frame buffers, while step
-  // s - 1 runs (issued after that step's Pairs, the last reader of the
-  // buffers' tails; for step 0 here). stage_pcm(s) issues the copy when the
-  // warp's 4 frames of step s are all computed interior frames whose
-  // 16-byte-aligned span [a, a + 4·chunks) covering samples
-  // [start0 - 1, start3 + N) lies inside [0, real) and fits in pb (kCap
-  // floats); it returns frame 0's first sample in pb, or -1 (not staged:
-  // the step loads from global memory). Warp-uniform.
-  float* const pb = reinterpret_cast<float*>(T) + fbank::kGroups * (Fr::H + 1);  // 16-byte aligned
-  constexpr int kCap = 8 * S - fbank::kGroups * (Fr::H + 1);
-  auto stage_pcm = [&](int s) -> int {
-    const long long tf = t0 + (long long)s * R + r0;
-    if (!kAsync || s >= steps || tf + fbank::kGroups > it.computed) return -1;
-    const long long lo = tf * hop - pad - 1, hi = (tf + fbank::kGroups - 1) * hop - pad + N;
-    if (lo < 0) return -1;
-    const long long a = lo - (long long)((reinterpret_cast<unsigned long long>(row + lo) >> 2) & 3);
-    const long long chunks = (hi - a + 3) >> 2;
-    if (a < 0 || a + 4 * chunks > it.real || 4 * chunks > kCap) return -1;
-    const unsigned long long policy = fbank::l2_evict_first();
-    for (int c = lane; c < (int)chunks; c += kWarp) fbank::cp_async16(pb + 4 * c, row + a + 4 * c, policy);
-    fbank::cp_async_commit();
-    return (int)(lo + 1 - a);
-  };
-  int poff = stage_pcm(0);  // where this step's staged samples start in pb (-1: none)
   if (shared_w > 0) {
     // Loads 8 at a time before their stores (a dependent load-store loop
     // waited a memory latency a word: 2-3% of the kernel).
@@ -388,7 +354,7 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
     const int nact = (int)min((long long)fbank::kGroups, max(0LL, it.computed - (ts + r0)));
     if (nact > 0) {  // warp-uniform
       __syncwarp();    // every lane is done with the previous step's power rows (mel4) before they are overwritten
-      if (FBANK_PREFETCH && !kAsync && st + 1 < steps) {
+      if (FBANK_PREFETCH && st + 1 < steps) {
         // Ask L2 for the samples of the warp's frames in the next step, one
         // 128-byte line a lane (a hint: in-bounds addresses only).
         const long long s0 = max(0LL, (ts + R + r0) * hop - pad) + 32LL * lane;
@@ -400,15 +366,8 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
       float2* Tg = T + g * S;
       {
         fbank::Column<N> col;
-        if (kAsync && poff >= 0) {  // warp-uniform: the 4 frames are staged
-          fbank::cp_async_wait_all();
-          __syncwarp();  // every lane's chunks have landed
-          col.load_interior(pb + poff + g * hop, win2, n1, (float)preemph);
-          __syncwarp();  // every lane has read them before col.store overwrites pb
-        } else {
-          col.load(src, win2, n1, active, Tg + n1 * Fr::R);
-        }
-        if (!(FBANK_ABLATE & 8)) col.transform(colTw, n1);
+        col.load(src, win2, n1, active, Tg + n1 * Fr::R);
+        col.transform(colTw, n1);
         // Finite check of the samples each frame owns, [t·hop, (t+1)·hop)
         // (the last computed frame: up to real): free when the interior
         // loads read them all and the lane's bin-0 sum is finite (col.nf);
@@ -428,7 +387,6 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
       fbank::Pairs<N> pr;
       pr.compute(Tg, twN, n1);
       __syncwarp();
-      if (kAsync) poff = stage_pcm(st + 1);  // into the buffers' tails, free until the next step's col.store
       pr.store(reinterpret_cast<float*>(T), n1, g);
 #if FBANK_MEL_TC
     }
@@ -467,34 +425,39 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
       }
     }
 #endif
+    // wide: an even step that is not the block's last keeps its rows in
+    // stage 0 for the next step's write-out (no barrier: the next step
+    // stages into stage 1, and each warp's frame buffers are its own).
+    if (wide && (st & 1) == 0 && st + 1 < steps && ts + R < frames) continue;  // block-uniform
     __syncthreads();  // the step's rows are staged; the frame buffers are free again
 
-    // Write the step's rows [ts, ts + rows) in the output layout.
-    const int rows = (int)min((long long)R, frames - ts);
-    const int comp = (int)max(0LL, min((long long)R, it.computed - ts));  // staged rows < comp hold features
+    // Write the rows [tw, tw + rows) in the output layout: the step's (the
+    // last two steps' after an odd step when wide: both stages, 2R rows
+    // from stage0).
+    const long long tw = wide && (st & 1) ? ts - R : ts;
+    const int RR = (int)(ts + R - tw);  // staged rows to write: R, or 2R
+    const int rows = (int)min((long long)RR, frames - tw);
+    const int comp = (int)max(0LL, min((long long)RR, it.computed - tw));  // staged rows < comp hold features
     if (FBANK_ABLATE & 2) {
       // timing probe: no write-out
     } else if (layout == 0 && frames % 4 == 0) {
-      // Thread (m0, j) = (tid / W, tid % W) writes frames 4j .. 4j+3 of the
-      // step (a float4; rows is a multiple of 4) of features m0, m0 + 32,
-      // ...: with the pitch ≡ 2 (mod 8) a warp's 4 column reads are
-      // conflict-free.
-      const int r = 4 * (threadIdx.x % W);
+      // Thread (m0, j) = (tid / q4, tid % q4), q4 = RR/4 (W, or 2W when
+      // wide), writes frames 4j .. 4j+3 (a float4; rows is a multiple of 4)
+      // of features m0, m0 + threads/q4, ...: a feature's RR frames are
+      // q4 consecutive threads' 16 bytes each (64 bytes a feature, 128 when
+      // wide: whole lines). With the pitch ≡ 2 (mod 8) (wide: ≡ 1 (mod 8))
+      // a warp's 4 column reads are conflict-free.
+      const int q4 = RR / 4, r = 4 * (threadIdx.x % q4);
+      const float* const ws = wide ? stage0 : stage;
       if (r < rows) {
         // Indexed from a float4 pointer (a float* plus an offset was stored
-        // as 4 floats): frames, ts and r are multiples of 4.
-        float4* dst = reinterpret_cast<float4*>(out) + (b * M * frames + ts + r) / 4;
+        // as 4 floats): frames, tw and r are multiples of 4.
+        float4* dst = reinterpret_cast<float4*>(out) + (b * M * frames + tw + r) / 4;
         const int rowq = (int)(frames / 4);
-        for (int m = threadIdx.x / W; m < M; m += kWarp) {
-          const float* s = stage + r * pitch + m;
-          const float4 v = make_float4(r < comp ? s[0] : 0.f, r + 1 < comp ? s[pitch] : 0.f,
-                                       r + 2 < comp ? s[2 * pitch] : 0.f, r + 3 < comp ? s[3 * pitch] : 0.f);
-          dst[m * rowq] = v;
-          if (cmin != nullptr) {  // the chunk's minimum over its computed frames (+inf: none)
-            const float lo = fminf(fminf(r < comp ? v.x : INFINITY, r + 1 < comp ? v.y : INFINITY),
-                                   fminf(r + 2 < comp ? v.z : INFINITY, r + 3 < comp ? v.w : INFINITY));
-            cmin[(b * M + m) * rowq + (ts + r) / 4] = bf16_down(lo);
-          }
+        for (int m = threadIdx.x / q4; m < M; m += threads / q4) {
+          const float* s = ws + r * pitch + m;
+          dst[m * rowq] = make_float4(r < comp ? s[0] : 0.f, r + 1 < comp ? s[pitch] : 0.f,
+                                      r + 2 < comp ? s[2 * pitch] : 0.f, r + 3 < comp ? s[3 * pitch] : 0.f);
         }
       }
     } else if (layout != 0 && M % 4 == 0) {
@@ -540,8 +503,9 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
     }
     // One stage: it must be free for the next step. Two: the next step
     // stages into the other, and its barrier (after its mel stage) comes
-    // after every thread's write-out of this one.
-    if (stages == 1) __syncthreads();
+    // after every thread's write-out of this one. Wide: the next step
+    // stages into stage 0, which this write-out read.
+    if (stages == 1 || wide) __syncthreads();
   }
   if (stages == 2) __syncthreads();  // every thread's last write-out and sums (acc)
 
@@ -698,50 +662,6 @@ __device__ __noinline__ void norm_rows_deep(float* p, int rows, int stride, int 
   }
 }
 
-// clamp_chunks is Whisper's clamp of one tile, frames [t0, t0 + n) of an
-// item's mel_time rows (M rows of T floats at item, T and t0 multiples of
-// 4), reading only the float4 chunks whose minimum may be under c: cmin
-// (the item's M x T/4 bfloat16 chunk minima, rounded down, of fbank_logmel's
-// write-out) < c. Warp w takes rows w, w + W, ... 8 at a time (8 minima,
-// then up to 8 chunks, in flight), its lanes the chunks; the frames of a
-// last partial chunk (n not a multiple of 4) one by one. A chunk is stored
-// only when the clamp changes it.
-__device__ void clamp_chunks(float* item, const unsigned short* cmin, int M, int T, int t0, int n, float c) {
-  constexpr int kU = 8;
-  const int W = blockDim.x / kWarp, warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int q = T / 4, j0 = t0 / 4, nfull = n / 4;
-  float4* const o4 = reinterpret_cast<float4*>(item);
-  for (int m0 = warp; m0 < M; m0 += kU * W) {
-    for (int j = j0 + lane; j < j0 + nfull; j += kWarp) {
-      bool hit[kU];
-      float4 v[kU];
-#pragma unroll
-      for (int u = 0; u < kU; u++) {
-        const int m = m0 + u * W;
-        hit[u] = m < M && bf16_float(__ldcg(cmin + m * q + j)) < c;
-      }
-#pragma unroll
-      for (int u = 0; u < kU; u++) {
-        if (hit[u]) v[u] = __ldcg(o4 + (m0 + u * W) * q + j);
-      }
-#pragma unroll
-      for (int u = 0; u < kU; u++) {
-        if (!hit[u]) continue;
-        const float4 w = make_float4(fmaxf(v[u].x, c), fmaxf(v[u].y, c), fmaxf(v[u].z, c), fmaxf(v[u].w, c));
-        if (w.x != v[u].x || w.y != v[u].y || w.z != v[u].z || w.w != v[u].w) o4[(m0 + u * W) * q + j] = w;
-      }
-    }
-  }
-  if (n % 4 != 0) {
-    for (int m = threadIdx.x; m < M; m += blockDim.x) {
-      for (int t = t0 + 4 * nfull; t < t0 + n; t++) {
-        float* a = item + (long long)m * T + t;
-        if (*a < c) *a = c;
-      }
-    }
-  }
-}
-
 // normalize_tile normalises tile x of item b of out in place: frames [x·F,
 // min(x·F + F, computed)) (F = tile; frames >= computed were written as 0
 // and stay 0), every feature, as rows of contiguous floats (norm_rows):
@@ -818,27 +738,6 @@ extern "C" __global__ void __launch_bounds__(256) fbank_normalize(float* out, co
                  partial, fixed_floor, result, nsm, nullptr, 0);
 }
 
-// fbank_clamp is fbank_normalize for kStatsMax (Whisper) in the mel_time
-// layout with frames % 4 == 0 when fbank_logmel kept the chunk minima
-// (cmin: B x M x frames/4 bfloat16, rounded down; the launcher's chunkMin):
-// grid (G, B), block 256 threads, block (x, b) clamps tile x of item b
-// (frames [x·tile, min(x·tile + tile, computed)), tile a multiple of 4)
-// at the item's floor (as normalize_tile: fixed_floor when finite, else
-// result[b]; the tiles whose minimum is over it are skipped), reading only
-// the chunks whose minimum is under it (clamp_chunks).
-extern "C" __global__ void __launch_bounds__(256) fbank_clamp(float* out, const Item* items, long long n_mels,
-                                                              long long frames, long long tile, const float* partial,
-                                                              double fixed_floor, const float* result,
-                                                              const unsigned short* cmin) {
-  const long long b = blockIdx.y, x = blockIdx.x, G = gridDim.x, B = gridDim.y;
-  const int M = (int)n_mels, T = (int)frames;
-  const long long t0 = x * tile, t1 = min(t0 + tile, items[b].computed);
-  if (t1 <= t0) return;  // block-uniform
-  const float fl = isfinite(fixed_floor) ? (float)fixed_floor : __ldcg(result + b);
-  if (__ldcg(partial + (B + b) * G + x) >= fl) return;  // block-uniform
-  clamp_chunks(out + b * M * T, cmin + b * M * (T / 4), M, T, (int)t0, (int)(t1 - t0), (fl + 4.f) / 4.f);
-}
-
 #define FBANK_LOGMEL_ARGS                                                                                      \
   const float *pcm, long long pcm_stride, const Item *items, const float *window, const float2 *twN,          \
       const float2 *colTw, const Band *bands, const float *weights, long long shared_w, long long n_mels,      \
@@ -847,16 +746,16 @@ extern "C" __global__ void __launch_bounds__(256) fbank_clamp(float* out, const 
       long long stats, unsigned long long *bad, const float4 *mel_frag, const int4 *mel_tiles,                 \
       unsigned long long *tickets, double clamp, double eps, void *result, long long fused,                     \
       unsigned long long *counters, long long *ready, long long epoch, long long tile, double fixed_floor,    \
-      long long lag, long long stages, unsigned short *cmin
+      long long lag, long long stages, long long wide
 // The arguments logmel takes (after its tile).
 #define FBANK_LOGMEL_PASS                                                                                     \
   pcm, pcm_stride, items, window, twN, colTw, bands, weights, shared_w, n_mels, frames, hop, pad, reflect,    \
       preemph, guard, floor_, scale, layout, steps, out, partial, stats, bad, mel_frag, mel_tiles, tickets,    \
-      clamp, eps, result, fused ? ready : nullptr, epoch, stages, cmin
+      clamp, eps, result, fused ? ready : nullptr, epoch, stages, wide
 #define FBANK_LOGMEL_CALL                                                                                     \
   pcm, pcm_stride, items, window, twN, colTw, bands, weights, shared_w, n_mels, frames, hop, pad, reflect,    \
       preemph, guard, floor_, scale, layout, steps, out, partial, stats, bad, mel_frag, mel_tiles, tickets,    \
-      clamp, eps, result, fused, counters, ready, epoch, tile, fixed_floor, lag, stages, cmin
+      clamp, eps, result, fused, counters, ready, epoch, tile, fixed_floor, lag, stages, wide
 
 namespace {
 
@@ -875,10 +774,10 @@ namespace {
 //     separate normalize launch goes. counters[1] counts finished blocks;
 //     the last one resets both (0 at the next launch). Needs tickets (the
 //     in-kernel statistics).
-template <int N, bool kAsync>
+template <int N>
 __device__ void entry(FBANK_LOGMEL_ARGS) {
   if (!fused) {
-    logmel<N, kAsync>(Tile{blockIdx.x, blockIdx.y, gridDim.x, gridDim.y}, FBANK_LOGMEL_PASS);
+    logmel<N>(Tile{blockIdx.x, blockIdx.y, gridDim.x, gridDim.y}, FBANK_LOGMEL_PASS);
     return;
   }
   __shared__ unsigned long long id;
@@ -898,7 +797,7 @@ __device__ void entry(FBANK_LOGMEL_ARGS) {
   }
   const Tile tl{k % G, item, G, B};
   if (!norm) {
-    logmel<N, kAsync>(tl, FBANK_LOGMEL_PASS);
+    logmel<N>(tl, FBANK_LOGMEL_PASS);
   } else {
     extern __shared__ float2 smem[];
     normalize_tile(tl, out, items, n_mels, frames, layout, stats, tile, static_cast<const float*>(partial),
@@ -914,35 +813,9 @@ __device__ void entry(FBANK_LOGMEL_ARGS) {
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n400(FBANK_LOGMEL_ARGS) {
-  entry<400, false>(FBANK_LOGMEL_CALL);
+  entry<400>(FBANK_LOGMEL_CALL);
 }
 
 extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n512(FBANK_LOGMEL_ARGS) {
-  entry<512, false>(FBANK_LOGMEL_CALL);
+  entry<512>(FBANK_LOGMEL_CALL);
 }
-
-// fbank_logmel_n{400,512}_async are fbank_logmel_n{N} with the next step's
-// samples staged in shared memory by cp.async (logmel's kAsync): frame
-// pitch fbank::AsyncPitch<N>::S instead of Frame<N>::S, no L2 prefetch.
-extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS)
-    fbank_logmel_n400_async(FBANK_LOGMEL_ARGS) {
-  entry<400, true>(FBANK_LOGMEL_CALL);
-}
-
-extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS)
-    fbank_logmel_n512_async(FBANK_LOGMEL_ARGS) {
-  entry<512, true>(FBANK_LOGMEL_CALL);
-}
-
-// fbank_logmel_n400_r5 and fbank_logmel_n400_async_r5 are the n400 kernels
-// for blocks of 4 warps (128 threads) in the register budget of 5 blocks an
-// SM (96 registers a thread instead of 128): 20 warps an SM where the
-// shared memory allows 5 blocks (one stage of rows).
-extern "C" __global__ void __launch_bounds__(4 * kWarp, 5) fbank_logmel_n400_r5(FBANK_LOGMEL_ARGS) {
-  entry<400, false>(FBANK_LOGMEL_CALL);
-}
-
-extern "C" __global__ void __launch_bounds__(4 * kWarp, 5) fbank_logmel_n400_async_r5(FBANK_LOGMEL_ARGS) {
-  entry<400, true>(FBANK_LOGMEL_CALL);
-}
-

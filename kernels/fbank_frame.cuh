@@ -201,23 +201,6 @@ struct Frame {
   static_assert(C * kLanes == H && (C == 25 || C == 32), "n_fft must be 400 or 512");
 };
 
-// AsyncPitch is the frame pitch (float2) of fbank.cu's kAsync kernels: a
-// warp's 4 frame buffers (8·S floats) hold its power rows (4·(H+1) floats,
-// from the start) and, past them, the samples of its next step (staged by
-// cp.async while the power rows are in use): up to 8·S - 4·(H+1) floats
-// (1052 for N = 400: hop <= 215; 1084 for N = 512: hop <= 189). S ≡ 8
-// (mod 16) as Frame's (the 4 frames' row stores stay conflict-free).
-template <int N>
-struct AsyncPitch;
-template <>
-struct AsyncPitch<400> {
-  static constexpr int S = 232;  // Frame<400>::S = 200 leaves 796 floats: too few for hop 160
-};
-template <>
-struct AsyncPitch<512> {
-  static constexpr int S = 264;  // Frame<512>::S
-};
-
 template <int C>
 struct ColumnDFT;
 template <>
@@ -297,8 +280,7 @@ struct Column {
   }
 
   // load_interior is load's interior path for a frame whose samples are
-  // x[0..N) at f, x[-1] readable when a != 0 (global memory, or the warp's
-  // staged copy in shared memory: fbank.cu's kAsync): sets fast.
+  // x[0..N) at f, x[-1] readable when a != 0: sets fast.
   EDGE_HD void load_interior(const float* f, const float2* win2, int n1, float a) {
     fast = true;
     const float* p = f + 2 * n1;
@@ -438,28 +420,6 @@ struct Pairs {
     }
   }
 };
-
-// cp_async16 copies 16 bytes from global to shared memory asynchronously
-// (both 16-byte aligned; sm_80+) with the L2 policy `policy` (evict_first:
-// the samples are read once, the features written next to them stay in L2
-// for the fused normalisation); cp_async_commit closes the thread's group
-// of copies and cp_async_wait_all waits for all of them (then a barrier
-// makes the other threads' copies visible). GPU only (fbank.cu's kAsync).
-#ifdef __CUDACC__
-__device__ __forceinline__ unsigned long long l2_evict_first() {
-  unsigned long long p;
-  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-__device__ __forceinline__ void cp_async16(float* smem, const float* gmem, unsigned long long policy) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(
-                   (unsigned)__cvta_generic_to_shared(smem)),
-               "l"(gmem), "l"(policy)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
-#endif
 
 // Band is one mel filter's non-zero span: the bins start .. start+len. The
 // weights are laid out by position in the band, w[j·n_mels + m] for filter

@@ -91,15 +91,12 @@ func BenchmarkCUDAFbank(b *testing.B) {
 // one 30 s clip (dev-us/op, as BenchmarkCUDAFbank) for launch geometries of
 // fbank_logmel (warps per block, steps of 4 frames per warp) with the op's
 // choice of launches (knobsFor), and for the default shape each way: the
-// normalisation in fbank_logmel (/fused), the fbank_normalize launch
-// (/separate), the op's choice with one stage of rows (/1stage), the
-// kernel that stages the samples by cp.async (/async, /async1stage, and for
-// the batch /async at other shapes, /async-fused), the normalisation tiles
-// all after the transform tiles (/fusedall, /async-fusedall), for Whisper
-// the clamp by fbank_clamp from the chunk minima (/chunkmin,
-// /async-chunkmin) and the kernels built for 5 blocks an SM (/r5,
-// /async-r5, /async-r5-chunkmin), for Parakeet the fbank_stats launch
-// (/stats).
+// normalisation in fbank_logmel (/fused: its tiles interleaved about a wave
+// of items behind the transforms; /fused2, /fused3: two, three waves;
+// /fusedall: after all of them), the fbank_normalize launch (/separate),
+// the op's choice with one stage of rows (/1stage), the rows of two steps
+// written together (/wide, /fusedall-wide, /fused2-wide) and, for
+// Parakeet, the fbank_stats launch (/stats).
 //
 //	plugins_fbank.test -test.run '^$' -test.bench CUDAFbankGeometry -test.benchtime 100x
 func BenchmarkCUDAFbankGeometry(b *testing.B) {
@@ -108,7 +105,7 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 		b.Fatal(err)
 	}
 	x := clip30s(b)
-	shapes := map[int][]launchGeom{64: {{4, 1}, {4, 2}, {4, 4}, {4, 8}, {4, 16}, {2, 8}, {2, 16}}, 1: {{1, 1}, {2, 1}, {4, 1}}}
+	shapes := map[int][]launchGeom{64: {{4, 1}, {4, 2}, {4, 4}, {4, 8}, {4, 16}}, 1: {{1, 1}, {2, 1}, {4, 1}}}
 	for _, batch := range []int{64, 1} {
 		pcm := make([]float32, batch*len(x))
 		for i := range batch {
@@ -134,35 +131,20 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 			def := op.geometryFor(batch, frames)
 			one := op.knobsFor(batch, ceilDiv(frames, def.frames())) // the op's choice, one stage
 			one.oneStage = true
-			async, async1 := op.knobsFor(batch, ceilDiv(frames, def.frames())), one
-			async.async, async1.async = true, true
 			variants = append(variants, variant{def, &launchKnobs{fused: true}, "/fused"},
 				variant{def, &launchKnobs{}, "/separate"}, variant{def, &one, "/1stage"},
-				variant{def, &async, "/async"}, variant{def, &async1, "/async1stage"},
 				variant{def, &launchKnobs{fused: true, lagAll: true}, "/fusedall"},
-				variant{def, &launchKnobs{fused: true, lagAll: true, async: true}, "/async-fusedall"},
-				variant{def, &launchKnobs{fused: true, async: true}, "/async-fused"})
-			if preset == "whisper-128" {
-				variants = append(variants, variant{def, &launchKnobs{chunkMin: true}, "/chunkmin"},
-					variant{def, &launchKnobs{chunkMin: true, async: true}, "/async-chunkmin"},
-					variant{def, &launchKnobs{r5: true}, "/r5"}, variant{def, &launchKnobs{r5: true, async: true}, "/async-r5"},
-					variant{def, &launchKnobs{r5: true, async: true, chunkMin: true}, "/async-r5-chunkmin"})
-				if batch > 1 {
-					variants = append(variants, variant{launchGeom{4, 16}, &launchKnobs{r5: true, async: true}, "/async-r5"},
-						variant{launchGeom{4, 4}, &launchKnobs{r5: true, async: true}, "/async-r5"})
-				}
-			}
-			if batch > 1 {
-				for _, g := range []launchGeom{{4, 4}, {2, 8}, {2, 16}} {
-					variants = append(variants, variant{g, &launchKnobs{async: true}, "/async"})
-				}
-			}
+				variant{def, &launchKnobs{fused: true, lagWaves: 2}, "/fused2"},
+				variant{def, &launchKnobs{fused: true, lagWaves: 3}, "/fused3"},
+				variant{def, &launchKnobs{wide: true}, "/wide"},
+				variant{def, &launchKnobs{fused: true, lagAll: true, wide: true}, "/fusedall-wide"},
+				variant{def, &launchKnobs{fused: true, lagWaves: 2, wide: true}, "/fused2-wide"})
 			if preset == "parakeet-128" {
 				variants = append(variants, variant{def, &launchKnobs{statsKernel: true}, "/stats"})
 			}
 			for _, v := range variants {
 				g := v.g
-				if op.shared(g, v.knobs != nil && v.knobs.async) > op.sharedLimit {
+				if op.shared(g) > op.sharedLimit {
 					continue
 				}
 				b.Run(fmt.Sprintf("%s/B%d/w%ds%d%s", preset, batch, g.warps, g.steps, v.suffix), func(b *testing.B) {
@@ -186,8 +168,8 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 // 40 ms of digital silence every second (/gaps): then every tile of the
 // default launch shape holds values under the item's floor (max - 8, checked
 // on the CPU features), so the normalisation clamps them all instead of
-// skipping most: the worst case of its tile skip. Each way of normalising
-// (/fused: in fbank_logmel; /chunkmin: fbank_clamp from the chunk minima).
+// skipping most: the worst case of its tile skip. Both ways of normalising
+// (/fused: in fbank_logmel).
 //
 //	plugins_fbank.test -test.run '^$' -test.bench CUDAFbankClamp -test.benchtime 100x
 func BenchmarkCUDAFbankClamp(b *testing.B) {
@@ -221,9 +203,13 @@ func BenchmarkCUDAFbankClamp(b *testing.B) {
 		}
 		items, feats, frames := plannedBatch(b, be, op, batch, len(clip))
 		pcmPtr, _ := cuda.Ptr(dev)
-		for suffix, kn := range map[string]launchKnobs{"": {}, "/fused": {fused: true}, "/chunkmin": {chunkMin: true}} {
+		for _, fused := range []bool{false, true} {
+			suffix := ""
+			if fused {
+				suffix = "/fused"
+			}
 			b.Run(fmt.Sprintf("%s/B%d/%s%s", preset, batch, name, suffix), func(b *testing.B) {
-				op.knobs = &kn
+				op.knobs = &launchKnobs{fused: fused}
 				enqueueTime(b, be, op, pcmPtr, int64(len(clip)), items, feats, frames) // warm-up
 				var devTime time.Duration
 				for b.Loop() {

@@ -389,7 +389,7 @@ func TestCUDARepeatedRuns(t *testing.T) {
 	bad := append([]float32(nil), a[1]...)
 	bad[777] = float32(math.NaN())
 	for _, preset := range []string{"whisper-128", "parakeet-128"} {
-		for _, kn := range []launchKnobs{{}, {fused: true}, {async: true, chunkMin: true}} {
+		for _, kn := range []launchKnobs{{}, {fused: true}, {fused: true, lagAll: true, wide: true}} {
 			cfg := map[string]any{"preset": preset}
 			o := cudaOpOf(t, cfg, be)
 			o.knobs = &kn
@@ -432,24 +432,21 @@ func TestCUDALaunchGeometry(t *testing.T) {
 		t.Run(preset, func(t *testing.T) {
 			op := cudaOpOf(t, map[string]any{"preset": preset}, be)
 			assert.Positive(t, op.sharedW, "filterbank weights in shared memory")
+			assert.LessOrEqual(t, op.shared(launchGeom{cudaWarps, 8}), op.sharedLimit)
 			g := launchGeom{cudaWarps, 8}
-			require.NotNil(t, op.logmelAsync, "fbank_logmel_n%d_async in the fatbin", op.fe.cfg.NFFT)
-			require.NotNil(t, op.clamp, "fbank_clamp in the fatbin")
-			if op.fe.cfg.NFFT == 400 {
-				require.NotNil(t, op.logmelR5[1], "fbank_logmel_n400_async_r5 in the fatbin")
-			}
-			for _, async := range []bool{false, true} {
-				assert.LessOrEqual(t, op.shared(g, async), op.sharedLimit)
-				st := op.stagesFor(g, async, 16)
-				assert.LessOrEqual(t, op.sharedFor(g, st, async), op.sharedLimit, "%d stages", st)
-				t.Logf("%s async=%v: %d stages, %d B of shared memory a block", preset, async, st, op.sharedFor(g, st, async))
-			}
+			assert.LessOrEqual(t, op.sharedFor(g, op.stagesFor(g)), op.sharedLimit, "%d stages", op.stagesFor(g))
+			t.Logf("%s: %d stages, %d B of shared memory a block", preset, op.stagesFor(g), op.sharedFor(g, op.stagesFor(g)))
 			assert.Equal(t, launchGeom{cudaWarps, 8}, op.geometryFor(64, 3000))
 			assert.Equal(t, launchGeom{cudaWarps, 2}, op.geometryFor(8, 3000))
 			assert.Equal(t, launchGeom{cudaWarps, 1}, op.geometryFor(1, 3000))
-			// 64 x 30 s: in-kernel statistics; one 30 s clip (188 tiles):
-			// the fbank_stats launch.
-			assert.Equal(t, launchKnobs{}, op.knobsFor(64, ceilDiv(3000, launchGeom{cudaWarps, 8}.frames())))
+			// 64 x 30 s: in-kernel statistics, Whisper's clamp in the same
+			// launch after the transforms; one 30 s clip (188 tiles): the
+			// fbank_stats launch.
+			batch := launchKnobs{}
+			if op.statsMode == statsMax {
+				batch = launchKnobs{fused: true, lagAll: true}
+			}
+			assert.Equal(t, batch, op.knobsFor(64, ceilDiv(3000, launchGeom{cudaWarps, 8}.frames())))
 			assert.Equal(t, launchKnobs{statsKernel: true}, op.knobsFor(1, ceilDiv(3000, launchGeom{cudaWarps, 1}.frames())))
 		})
 	}
@@ -458,12 +455,10 @@ func TestCUDALaunchGeometry(t *testing.T) {
 // TestCUDAParityGeometry checks the launch shapes (steps of 4 frames a warp,
 // blocks of 1 to 4 warps) on a batch of ragged clips, in both layouts, the
 // normalisation both ways (the fbank_normalize launch, or fbank_logmel's own
-// tiles: fused, interleaved or all after the transforms: lagAll),
-// Parakeet's moments both ways (fbank_logmel's last block of an item, or the
-// fbank_stats launch), one or two stages of rows, and the kernels that
-// stage the samples by cp.async (async), and Whisper's clamp by fbank_clamp
-// from the chunk minima (chunkMin; time_mel falls back to fbank_normalize),
-// and the n400 kernels built for 5 blocks an SM (r5). Whisper pads the short clips to 30 s, so
+// tiles: fused), Parakeet's moments both ways (fbank_logmel's last block of
+// an item, or the fbank_stats launch), one or two stages of rows, the fused
+// normalisation tiles after every transform tile (lagAll) or two waves
+// behind (lagWaves) and the rows of two steps written together (wide). Whisper pads the short clips to 30 s, so
 // some of their tiles fall under the floor and are clamped, others are
 // skipped.
 func TestCUDAParityGeometry(t *testing.T) {
@@ -489,22 +484,13 @@ func TestCUDAParityGeometry(t *testing.T) {
 			{launchGeom{4, 1}, launchKnobs{fused: true}}, {launchGeom{1, 1}, launchKnobs{fused: true}},
 			{launchGeom{4, 4}, launchKnobs{statsKernel: true}}, {launchGeom{4, 1}, launchKnobs{statsKernel: true}},
 			{launchGeom{4, 4}, launchKnobs{oneStage: true}}, {launchGeom{4, 8}, launchKnobs{fused: true, oneStage: true}},
-			{launchGeom{4, 8}, launchKnobs{async: true}}, {launchGeom{4, 1}, launchKnobs{async: true}},
-			{launchGeom{1, 1}, launchKnobs{async: true}}, {launchGeom{4, 4}, launchKnobs{async: true, fused: true}},
-			{launchGeom{4, 8}, launchKnobs{async: true, oneStage: true}},
-			{launchGeom{4, 2}, launchKnobs{async: true, statsKernel: true}},
-			{launchGeom{4, 8}, launchKnobs{fused: true, lagAll: true}},
-			{launchGeom{4, 8}, launchKnobs{chunkMin: true}}, {launchGeom{4, 1}, launchKnobs{chunkMin: true}},
-			{launchGeom{4, 8}, launchKnobs{chunkMin: true, async: true}}, {launchGeom{1, 1}, launchKnobs{chunkMin: true}},
-			{launchGeom{4, 8}, launchKnobs{r5: true}}, {launchGeom{4, 8}, launchKnobs{r5: true, async: true, chunkMin: true}},
-			{launchGeom{4, 1}, launchKnobs{r5: true, async: true, fused: true}},
+			{launchGeom{4, 8}, launchKnobs{fused: true, lagAll: true}}, {launchGeom{4, 8}, launchKnobs{wide: true}},
+			{launchGeom{4, 8}, launchKnobs{fused: true, lagAll: true, wide: true}}, {launchGeom{4, 1}, launchKnobs{wide: true}},
+			{launchGeom{2, 16}, launchKnobs{fused: true, lagWaves: 2, wide: true}}, {launchGeom{1, 1}, launchKnobs{wide: true}},
 		} {
 			g := tc.g
 			if tc.kn.statsKernel && cfg["preset"] != "parakeet-128" {
 				continue // fbank_stats computes per-feature moments only
-			}
-			if (tc.kn.chunkMin || tc.kn.r5) && cfg["preset"] == "parakeet-128" {
-				continue // fbank_clamp is Whisper's (per-utterance floor) only, the _r5 kernels n_fft 400's
 			}
 			name := fmt.Sprintf("%v/w%ds%d/%+v", cfg, g.warps, g.steps, tc.kn)
 			t.Run(name, func(t *testing.T) {

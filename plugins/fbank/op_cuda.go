@@ -39,21 +39,16 @@ const (
 //     instead of fbank_logmel's last block of each item (which reduces the
 //     item's G partials alone: slow when G is large, a long single clip).
 //   - oneStage: one stage of rows even where two fit (stagesFor);
-//   - async: the fbank_logmel_n{N}_async kernel, which stages each warp's
-//     samples of the next step in shared memory by cp.async (its frame
-//     buffers padded for them: cudaShared) instead of loading them from
-//     global memory at the step's start;
 //   - lagAll: with fused, every normalisation tile after every transform
-//     tile (lag = batch) instead of a lag of about the items in flight;
-//   - chunkMin: Whisper's clamp (not fused, mel_time layout, frames a
-//     multiple of 4) by fbank_clamp, which reads only the float4 chunks
-//     whose minimum, kept by fbank_logmel's write-out (bfloat16 rounded
-//     down, 2 bytes a chunk), is under the item's floor, instead of
-//     fbank_normalize reading every chunk;
-//   - r5: for n_fft 400 and blocks of 4 warps, the kernels built for 5
-//     blocks an SM (96 registers a thread: fbank_logmel_n400[_async]_r5),
-//     with the stages that let 5 blocks fit.
-type launchKnobs struct{ fused, statsKernel, oneStage, async, lagAll, chunkMin, r5 bool }
+//     tile (lag = batch) instead of lagWaves (0: 1) waves of items in
+//     flight, plus one;
+//   - wide: with two stages in the mel_time layout (frames a multiple of
+//     4, no per-feature sums), the rows of two steps written together
+//     (128 bytes a feature instead of 64: whole lines).
+type launchKnobs struct {
+	fused, statsKernel, oneStage, lagAll, wide bool
+	lagWaves                                   int
+}
 
 // launchGeom is fbank_logmel's block shape: warps per block (1, 2, 4 or 8) and
 // steps, the rounds of 4 frames a warp does; a block owns
@@ -81,8 +76,6 @@ type cudaOp struct {
 	be                  *cuda.Backend
 	sms                 int
 	logmel, stats, norm *cuda.Kernel
-	logmelAsync, clamp  *cuda.Kernel    // nil when the fatbin predates them
-	logmelR5            [2]*cuda.Kernel // fbank_logmel_n400_r5, _async_r5 (n_fft 400 only; nil: none)
 	window, twiddle     *cuda.Buffer
 	colTw               *cuda.Buffer // W_H^(n1·k) at [k·8 + n1] (fbank_frame.cuh's Column)
 	bands, weights      *cuda.Buffer
@@ -125,7 +118,7 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 	if cfg.NFFT != 400 && cfg.NFFT != 512 {
 		return nil, fmt.Errorf("n_fft %d: the cuda kernels support 400 and 512 (use the cpu backend for other sizes)", cfg.NFFT)
 	}
-	if cudaShared(cfg.NFFT, cfg.NumMels, cudaWarps, true, false) > cudaMaxShared {
+	if cudaShared(cfg.NFFT, cfg.NumMels, cudaWarps, true) > cudaMaxShared {
 		return nil, fmt.Errorf("num_mels %d: the cuda kernels support at most %d mel filters", cfg.NumMels, cudaMaxMels(cfg.NFFT))
 	}
 	image, _, err := kernels.Fatbin()
@@ -142,17 +135,6 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 	} {
 		if *dst, err = mod.Kernel(name); err != nil {
 			return nil, err
-		}
-	}
-	if k, err := mod.Kernel(fmt.Sprintf("fbank_logmel_n%d_async", cfg.NFFT)); err == nil {
-		o.logmelAsync = k
-	}
-	if k, err := mod.Kernel("fbank_clamp"); err == nil {
-		o.clamp = k
-	}
-	for i, suffix := range []string{"_r5", "_async_r5"} {
-		if k, err := mod.Kernel(fmt.Sprintf("fbank_logmel_n%d%s", cfg.NFFT, suffix)); err == nil {
-			o.logmelR5[i] = k
 		}
 	}
 	o.statsMode = statsNone
@@ -172,19 +154,11 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 	o.sharedLimit, o.smemSM = cudaMaxShared, cudaMaxShared+1024
 	if lim, err := o.logmel.MaxDynamicShared(); err == nil {
 		o.smemSM = lim + 1024
-		if want := min(lim, o.sharedFor(launchGeom{8, 1}, 2, true)); want > cudaMaxShared && o.logmel.SetMaxDynamicShared(want) == nil {
+		if want := min(lim, o.sharedFor(launchGeom{8, 1}, 2)); want > cudaMaxShared && o.logmel.SetMaxDynamicShared(want) == nil {
 			o.sharedLimit = want
-			if o.logmelAsync != nil && o.logmelAsync.SetMaxDynamicShared(want) != nil {
-				o.logmelAsync = nil
-			}
-			for i, k := range o.logmelR5 {
-				if k != nil && k.SetMaxDynamicShared(want) != nil {
-					o.logmelR5[i] = nil
-				}
-			}
 		}
 	}
-	if o.shared(launchGeom{cudaWarps, 1}, false) > o.sharedLimit {
+	if o.shared(launchGeom{cudaWarps, 1}) > o.sharedLimit {
 		o.sharedW = 0
 	}
 	if err := o.uploadTables(); err != nil {
@@ -204,30 +178,25 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 
 // cudaShared is fbank_logmel's dynamic shared memory without the
 // filterbank: per warp 4 frame buffers of 8 rows of n_fft/16 complex points
-// (row pitch padded to odd, fbank_frame.cuh's Frame; for the async kernel
-// the frame pitch of fbank_frame.cuh's AsyncPitch), the per-feature
+// (row pitch padded to odd, fbank_frame.cuh's Frame), the per-feature
 // moments (2·n_mels float64) when the op normalises per feature, and
 // 4·warps staged rows of at most n_mels+4 floats.
-func cudaShared(nFFT, nMels, warps int, moments, async bool) int {
+func cudaShared(nFFT, nMels, warps int, moments bool) int {
 	c := nFFT / 16
 	if c%2 == 0 {
 		c++
 	}
-	pitch := 8 * c // float2 a frame
-	if async && nFFT == 400 {
-		pitch = 232
-	}
-	s := warps*cudaGroups*pitch*8 + cudaGroups*warps*(nMels+4)*4
+	s := warps*cudaGroups*8*c*8 + cudaGroups*warps*(nMels+4)*4
 	if moments {
 		s += 16 * nMels
 	}
 	return s
 }
 
-// shared is fbank_logmel's (async: fbank_logmel_n{N}_async's) dynamic
-// shared memory for this op and geometry with one stage.
-func (o *cudaOp) shared(g launchGeom, async bool) int {
-	s := cudaShared(o.fe.cfg.NFFT, o.fe.cfg.NumMels, g.warps, o.statsMode == statsMoments, async)
+// shared is fbank_logmel's dynamic shared memory for this op and geometry
+// with one stage.
+func (o *cudaOp) shared(g launchGeom) int {
+	s := cudaShared(o.fe.cfg.NFFT, o.fe.cfg.NumMels, g.warps, o.statsMode == statsMoments)
 	if o.sharedW > 0 {
 		s += (2*o.fe.cfg.NumMels + o.sharedW) * 4
 	}
@@ -235,17 +204,16 @@ func (o *cudaOp) shared(g launchGeom, async bool) int {
 }
 
 // sharedFor is shared with 1 or 2 stages (the staged rows double-buffered).
-func (o *cudaOp) sharedFor(g launchGeom, stages int, async bool) int {
-	return o.shared(g, async) + (stages-1)*cudaGroups*g.warps*(o.fe.cfg.NumMels+4)*4
+func (o *cudaOp) sharedFor(g launchGeom, stages int) int {
+	return o.shared(g) + (stages-1)*cudaGroups*g.warps*(o.fe.cfg.NumMels+4)*4
 }
 
 // stagesFor picks 2 stages (one block barrier a step instead of two) when
 // they fit in the opted-in limit and leave as many blocks an SM as one
-// stage does, up to the warps an SM the registers allow (warpCap: 16 at
-// 128 registers a thread, 20 for the _r5 kernels).
-func (o *cudaOp) stagesFor(g launchGeom, async bool, warpCap int) int {
-	blocks := func(s int) int { return min(warpCap/g.warps, o.smemSM/(s+1024+256)) } // + reserved and static
-	if s2 := o.sharedFor(g, 2, async); s2 <= o.sharedLimit && blocks(s2) >= blocks(o.shared(g, async)) {
+// stage does, up to the 16 warps an SM the 128 registers allow.
+func (o *cudaOp) stagesFor(g launchGeom) int {
+	blocks := func(s int) int { return min(16/g.warps, o.smemSM/(s+1024+256)) } // + reserved and static
+	if s2 := o.sharedFor(g, 2); s2 <= o.sharedLimit && blocks(s2) >= blocks(o.shared(g)) {
 		return 2
 	}
 	return 1
@@ -253,7 +221,7 @@ func (o *cudaOp) stagesFor(g launchGeom, async bool, warpCap int) int {
 
 // cudaMaxMels is the largest n_mels whose default geometry fits in 48 KiB.
 func cudaMaxMels(nFFT int) int {
-	return (cudaMaxShared - cudaShared(nFFT, 0, cudaWarps, false, false)) / (16 + cudaGroups*cudaWarps*4)
+	return (cudaMaxShared - cudaShared(nFFT, 0, cudaWarps, false)) / (16 + cudaGroups*cudaWarps*4)
 }
 
 // uploadTables puts the window (placed in the n_fft buffer), the twiddles
@@ -507,8 +475,6 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	}
 	geom := o.geometryFor(batch, frames)
 	groups := ceilDiv(frames, geom.frames())
-	kn := o.knobsFor(batch, groups)
-	async := kn.async && o.logmelAsync != nil && o.shared(geom, true) <= o.sharedLimit
 	alloc := func(bytes int) (*cuda.Buffer, error) {
 		s, err := be.Malloc(int64(max(bytes, 8)))
 		if err == nil {
@@ -534,6 +500,7 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 		return 0, err
 	}
 	result := partial.Ptr() + cuda.DevicePtr(partialBytes)
+	kn := o.knobsFor(batch, groups)
 	reduce := (o.statsMode == statsMax && math.IsNaN(o.fixedFloor)) || (o.statsMode == statsMoments && !kn.statsKernel)
 	if !reduce {
 		tickets = 0
@@ -542,18 +509,10 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	if reduce && kn.fused && 2*batch <= math.MaxUint16 {
 		fused, gridY = 1, 2*batch
 	}
-	// chunkMin: the chunk minima of fbank_logmel's write-out for fbank_clamp.
-	var cmin cuda.DevicePtr
-	if kn.chunkMin && o.clamp != nil && o.statsMode == statsMax && fused == 0 && c.Layout == MelTime && frames%4 == 0 {
-		s, err := alloc(2 * batch * c.NumMels * frames / 4)
-		if err != nil {
-			return 0, err
-		}
-		cmin = s.Ptr()
-	}
 	// The normalisation tiles of item b follow the transform tiles of item
-	// b + lag: about the items in flight (4 blocks an SM), plus one.
-	lag := ceilDiv(4*o.sms, groups) + 1
+	// b + lag: about the items in flight (4 blocks an SM) times lagWaves,
+	// plus one; all after the transform tiles with lagAll.
+	lag := max(1, kn.lagWaves)*ceilDiv(4*o.sms, groups) + 1
 	if kn.lagAll {
 		lag = batch
 	}
@@ -566,29 +525,22 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	if c.Layout == TimeMel {
 		layout = 1
 	}
-	logmel, r5, warpCap := o.logmel, o.logmelR5[0], 16
-	if async {
-		logmel, r5 = o.logmelAsync, o.logmelR5[1]
-	}
-	if kn.r5 && r5 != nil && geom.warps == 4 {
-		logmel, warpCap = r5, 20
-	}
-	stages := o.stagesFor(geom, async, warpCap)
+	stages := o.stagesFor(geom)
 	if kn.oneStage {
 		stages = 1
+	}
+	wide := 0 // fbank_logmel applies it only where it can (two stages, mel_time, ...)
+	if kn.wide {
+		wide = 1
 	}
 	args := []any{pcm, stride, itemsBuf, o.window, o.twiddle, o.colTw, o.bands, o.weights, o.sharedW, c.NumMels, frames,
 		c.HopLength, o.fe.pad, reflect, c.PreEmphasis, o.guard, o.floor, o.lg2, layout, geom.steps,
 		out, partial, o.statsMode, bad, o.melFrag, o.melTiles, tickets, clampRange, stdEpsilon, result,
-		fused, ptrs.counters, ptrs.ready, o.epoch, geom.frames(), o.fixedFloor, lag, stages, cmin}
+		fused, ptrs.counters, ptrs.ready, o.epoch, geom.frames(), o.fixedFloor, lag, stages, wide}
 	block := cuda.Dim3{X: 32 * geom.warps, Y: 1, Z: 1}
-	err = logmel.Launch(cuda.Dim3{X: groups, Y: gridY, Z: 1}, block, o.sharedFor(geom, stages, async), args...)
+	err = o.logmel.Launch(cuda.Dim3{X: groups, Y: gridY, Z: 1}, block, o.sharedFor(geom, stages), args...)
 	if err != nil || o.statsMode == statsNone || fused == 1 {
 		return bad, err
-	}
-	if cmin != 0 {
-		return bad, o.clamp.Launch(cuda.Dim3{X: groups, Y: batch, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
-			out, itemsBuf, c.NumMels, frames, geom.frames(), partial, o.fixedFloor, result, cmin)
 	}
 	normShared := 0
 	if o.statsMode == statsMoments {
@@ -609,17 +561,24 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	return bad, nil
 }
 
-// knobsFor picks the launches for a batch of G tiles an item: the
-// separate fbank_normalize launch (the fused one, its tiles interleaved a lag
-// behind the transforms, measured 9 us slower for 64 x 30 s Whisper and
-// 22 us slower for Parakeet on the H200: docs/bench/fbank_gpu.md), and the
-// fbank_stats launch for Parakeet when G > 64 (one 30 s clip: 188 tiles,
-// whose reduction by the item's last block was slower).
+// knobsFor picks the launches for a batch of G tiles an item
+// (docs/bench/fbank_gpu.md, H200): for Whisper's clamp (statsMax) on a
+// grid of two waves of blocks or more, the normalisation in fbank_logmel
+// with its tiles after every transform tile (fused, lagAll: 264 us instead
+// of 283 us for 64 x 30 s; interleaved a lag behind the transforms it was
+// slower, 303 us, and so was Parakeet fused either way: 354-397 us instead
+// of 337 us); else the separate fbank_normalize launch. The fbank_stats
+// launch for Parakeet when G > 64 (one 30 s clip: 188 tiles, whose
+// reduction by the item's last block was slower).
 func (o *cudaOp) knobsFor(batch, groups int) launchKnobs {
 	if o.knobs != nil {
 		return *o.knobs
 	}
-	return launchKnobs{statsKernel: groups > 64}
+	kn := launchKnobs{statsKernel: groups > 64}
+	if o.statsMode == statsMax && batch*groups >= 8*o.sms {
+		kn.fused, kn.lagAll = true, true
+	}
+	return kn
 }
 
 // geometryFor picks fbank_logmel's block shape: 4 warps, and 8, 4 or 2 steps
@@ -628,7 +587,7 @@ func (o *cudaOp) knobsFor(batch, groups int) launchKnobs {
 // GPU). Blocks of 1 or 2 warps measured slower for a single clip too
 // (BenchmarkCUDAFbankGeometry, docs/bench/fbank_gpu.md).
 func (o *cudaOp) geometryFor(batch, frames int) launchGeom {
-	if o.fixed.warps > 0 && o.shared(o.fixed, false) <= o.sharedLimit {
+	if o.fixed.warps > 0 && o.shared(o.fixed) <= o.sharedLimit {
 		return o.fixed
 	}
 	for _, steps := range []int{8, 4, 2} {
