@@ -683,6 +683,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       {
         float accB[C::MT][C::NT][4];
         const uint32_t aW = smemAddr(sA) + (warp >> 2) * 64 * 128;
+        const uint64_t descA = wgDesc(aW);
         // issueTile queues the wgmma of the next N-tile (loads pipe.cons ..
         // pipe.cons + KC - 1) into d, one commit group.
         // issueTile queues the tile's wgmma as one straight run: first the
@@ -699,15 +700,19 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
             mbarWait(fullA + 8 * (L % S), (L / S) & 1);
           }
           wgFence();
+          // Descriptors by addition: +32 bytes (k16) is +2 in the start
+          // field, +1024 bytes (an 8-row atom) +64; shared addresses stay
+          // under 2^18, so the 14-bit field never carries.
 #pragma unroll
           for (int kc = 0; kc < AK; kc++) {
-            const uint32_t a0 = aW + kc * (BM * 128), b0 = ringAddr + ((pipe.cons + kc) % S) * C::kSlotB;
+            const uint64_t da = descA + uint64_t(kc * (BM * 128) / 16);
+            const uint64_t db = wgDesc(ringAddr + ((pipe.cons + kc) % S) * C::kSlotB);
 #pragma unroll
             for (int ks = 0; ks < kBK / 16; ks++) {
               if (kc == 0 && ks == 0)
-                wgmmaTileZ<BN>(d[0], wgDesc(a0), wgDesc(b0));
+                wgmmaTileZ<BN>(d[0], da, db);
               else
-                wgmmaTile<BN>(d[0], wgDesc(a0 + ks * 32), wgDesc(b0 + ks * 32), 1);
+                wgmmaTile<BN>(d[0], da + 2 * ks, db + 2 * ks, 1);
             }
           }
           wgCommit();
