@@ -95,8 +95,9 @@ func BenchmarkCUDAFbank(b *testing.B) {
 // of items behind the transforms; /fused2, /fused3: two, three waves;
 // /fusedall: after all of them), the fbank_normalize launch (/separate),
 // the op's choice with one stage of rows (/1stage), the rows of two steps
-// written together (/wide, /fusedall-wide, /fused2-wide) and, for
-// Parakeet, the fbank_stats launch (/stats).
+// written together (/wide, /fusedall-wide, /fused2-wide; for the batch
+// /fusedall and /fusedall-wide at w4s4 and w4s16 too) and, for Parakeet,
+// the fbank_stats launch (/stats).
 //
 //	plugins_fbank.test -test.run '^$' -test.bench CUDAFbankGeometry -test.benchtime 100x
 func BenchmarkCUDAFbankGeometry(b *testing.B) {
@@ -139,6 +140,12 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 				variant{def, &launchKnobs{wide: true}, "/wide"},
 				variant{def, &launchKnobs{fused: true, lagAll: true, wide: true}, "/fusedall-wide"},
 				variant{def, &launchKnobs{fused: true, lagWaves: 2, wide: true}, "/fused2-wide"})
+			if batch > 1 {
+				for _, g := range []launchGeom{{4, 4}, {4, 16}} {
+					variants = append(variants, variant{g, &launchKnobs{fused: true, lagAll: true}, "/fusedall"},
+						variant{g, &launchKnobs{fused: true, lagAll: true, wide: true}, "/fusedall-wide"})
+				}
+			}
 			if preset == "parakeet-128" {
 				variants = append(variants, variant{def, &launchKnobs{statsKernel: true}, "/stats"})
 			}
