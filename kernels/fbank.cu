@@ -247,7 +247,7 @@ __device__ float mel_tc(const float* P, int pitchW, int rows, int valid, int H, 
 // warps), R = 4·W rows a step, F = R·steps frames per block: tile (x, b) owns frames t0 = x·F ..
 // t0+F-1 of item b; in step st warp w transforms the 4 frames
 // t0 + st·R + 4·w + g, g < 4, 8 lanes a frame (fbank_frame.cuh), and the block
-// writes the step's R rows before the next step (wide_ != 0, with two
+// writes the step's R rows before the next step (kWide, with two
 // stages in the mel_time float4 write-out without per-feature sums: the
 // rows of an even step and the next odd one together, 2R rows, after the
 // odd step: whole 128-byte lines a feature). Dynamic shared memory, in
@@ -283,7 +283,7 @@ __device__ float mel_tc(const float* P, int pitchW, int rows, int valid, int H, 
 // [t·hop, (t+1)·hop) (the last computed frame: up to real) are checked: the
 // smallest index of a NaN/Inf sample of item b goes to bad[b] (atomicMin;
 // the caller presets it to all ones).
-template <int N>
+template <int N, bool kWide>
 __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long pcm_stride, const Item* __restrict__ items,
                        const float* __restrict__ window, const float2* __restrict__ twN,
                        const float2* __restrict__ colTw, const Band* __restrict__ bands, const float* __restrict__ weights, long long shared_w,
@@ -293,8 +293,7 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
                        float* __restrict__ out, void* __restrict__ partial, long long stats,
                        unsigned long long* __restrict__ bad, const float4* __restrict__ mel_frag,
                        const int4* __restrict__ mel_tiles, unsigned long long* tickets, double clamp, double eps,
-                       void* result, long long* ready, long long epoch, long long stages,
-                       long long wide_) {
+                       void* result, long long* ready, long long epoch, long long stages) {
   using Fr = fbank::Frame<N>;
   constexpr int S = Fr::S;  // the frame pitch (float2)
   const long long x = tl.x, b = tl.b, G = tl.G;
@@ -304,9 +303,9 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
   const int g = lane / fbank::kLanes, n1 = lane % fbank::kLanes;
   const int M = (int)n_mels, R = fbank::kGroups * W;
   // The stage's row pitch (<= M + 4): see the write-out below.
-  // wide: the mel_time float4 write-out of two steps' rows at once (see the
-  // write-out below); only with two stages and without per-feature sums.
-  const bool wide = wide_ != 0 && layout == 0 && frames % 4 == 0 && stages == 2 && stats != kStatsMoments &&
+  // kWide: the mel_time float4 write-out of two steps' rows at once (see
+  // the write-out below); only with two stages and without per-feature sums.
+  const bool wide = kWide && layout == 0 && frames % 4 == 0 && stages == 2 && stats != kStatsMoments &&
                     !FBANK_MEL_TC;
   const int pitch = layout == 0 ? (M % 8 == 0 && !wide ? M + 2 : M + 1) : (M % 4 == 0 ? M + 4 : M + 1);
   const long long F = (long long)R * steps;
@@ -746,16 +745,16 @@ extern "C" __global__ void __launch_bounds__(256) fbank_normalize(float* out, co
       long long stats, unsigned long long *bad, const float4 *mel_frag, const int4 *mel_tiles,                 \
       unsigned long long *tickets, double clamp, double eps, void *result, long long fused,                     \
       unsigned long long *counters, long long *ready, long long epoch, long long tile, double fixed_floor,    \
-      long long lag, long long stages, long long wide
+      long long lag, long long stages
 // The arguments logmel takes (after its tile).
 #define FBANK_LOGMEL_PASS                                                                                     \
   pcm, pcm_stride, items, window, twN, colTw, bands, weights, shared_w, n_mels, frames, hop, pad, reflect,    \
       preemph, guard, floor_, scale, layout, steps, out, partial, stats, bad, mel_frag, mel_tiles, tickets,    \
-      clamp, eps, result, fused ? ready : nullptr, epoch, stages, wide
+      clamp, eps, result, fused ? ready : nullptr, epoch, stages
 #define FBANK_LOGMEL_CALL                                                                                     \
   pcm, pcm_stride, items, window, twN, colTw, bands, weights, shared_w, n_mels, frames, hop, pad, reflect,    \
       preemph, guard, floor_, scale, layout, steps, out, partial, stats, bad, mel_frag, mel_tiles, tickets,    \
-      clamp, eps, result, fused, counters, ready, epoch, tile, fixed_floor, lag, stages, wide
+      clamp, eps, result, fused, counters, ready, epoch, tile, fixed_floor, lag, stages
 
 namespace {
 
@@ -774,10 +773,10 @@ namespace {
 //     separate normalize launch goes. counters[1] counts finished blocks;
 //     the last one resets both (0 at the next launch). Needs tickets (the
 //     in-kernel statistics).
-template <int N>
+template <int N, bool kWide>
 __device__ void entry(FBANK_LOGMEL_ARGS) {
   if (!fused) {
-    logmel<N>(Tile{blockIdx.x, blockIdx.y, gridDim.x, gridDim.y}, FBANK_LOGMEL_PASS);
+    logmel<N, kWide>(Tile{blockIdx.x, blockIdx.y, gridDim.x, gridDim.y}, FBANK_LOGMEL_PASS);
     return;
   }
   __shared__ unsigned long long id;
@@ -797,7 +796,7 @@ __device__ void entry(FBANK_LOGMEL_ARGS) {
   }
   const Tile tl{k % G, item, G, B};
   if (!norm) {
-    logmel<N>(tl, FBANK_LOGMEL_PASS);
+    logmel<N, kWide>(tl, FBANK_LOGMEL_PASS);
   } else {
     extern __shared__ float2 smem[];
     normalize_tile(tl, out, items, n_mels, frames, layout, stats, tile, static_cast<const float*>(partial),
@@ -813,9 +812,16 @@ __device__ void entry(FBANK_LOGMEL_ARGS) {
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n400(FBANK_LOGMEL_ARGS) {
-  entry<400>(FBANK_LOGMEL_CALL);
+  entry<400, false>(FBANK_LOGMEL_CALL);
 }
 
 extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n512(FBANK_LOGMEL_ARGS) {
-  entry<512>(FBANK_LOGMEL_CALL);
+  entry<512, false>(FBANK_LOGMEL_CALL);
+}
+
+// fbank_logmel_n400_wide is fbank_logmel_n400 with logmel's kWide: in the
+// mel_time layout with two stages (Whisper), the rows of two steps written
+// together (whole 128-byte lines a feature), one barrier a step as before.
+extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n400_wide(FBANK_LOGMEL_ARGS) {
+  entry<400, true>(FBANK_LOGMEL_CALL);
 }

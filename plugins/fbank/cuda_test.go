@@ -439,6 +439,7 @@ func TestCUDALaunchGeometry(t *testing.T) {
 		t.Run(preset, func(t *testing.T) {
 			op := cudaOpOf(t, map[string]any{"preset": preset}, be)
 			assert.Positive(t, op.sharedW, "filterbank weights in shared memory")
+			assert.Equal(t, op.fe.cfg.NFFT == 400, op.logmelWide != nil, "fbank_logmel_n400_wide for n_fft 400")
 			assert.LessOrEqual(t, op.shared(launchGeom{cudaWarps, 8}), op.sharedLimit)
 			g := launchGeom{cudaWarps, 8}
 			assert.LessOrEqual(t, op.sharedFor(g, op.stagesFor(g)), op.sharedLimit, "%d stages", op.stagesFor(g))

@@ -42,9 +42,10 @@ const (
 //   - lagAll: with fused, every normalisation tile after every transform
 //     tile (lag = batch) instead of lagWaves (0: 1) waves of items in
 //     flight, plus one;
-//   - wide: with two stages in the mel_time layout (frames a multiple of
-//     4, no per-feature sums), the rows of two steps written together
-//     (128 bytes a feature instead of 64: whole lines).
+//   - wide: for n_fft 400 the fbank_logmel_n400_wide kernel: with two
+//     stages in the mel_time layout (frames a multiple of 4, no
+//     per-feature sums) it writes the rows of two steps together (128
+//     bytes a feature instead of 64: whole lines).
 type launchKnobs struct {
 	fused, statsKernel, oneStage, lagAll, wide bool
 	lagWaves                                   int
@@ -76,6 +77,7 @@ type cudaOp struct {
 	be                  *cuda.Backend
 	sms                 int
 	logmel, stats, norm *cuda.Kernel
+	logmelWide          *cuda.Kernel // fbank_logmel_n400_wide (the wide knob; nil for n_fft 512)
 	window, twiddle     *cuda.Buffer
 	colTw               *cuda.Buffer // W_H^(n1·k) at [k·8 + n1] (fbank_frame.cuh's Column)
 	bands, weights      *cuda.Buffer
@@ -137,6 +139,11 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 			return nil, err
 		}
 	}
+	if cfg.NFFT == 400 {
+		if o.logmelWide, err = mod.Kernel("fbank_logmel_n400_wide"); err != nil {
+			return nil, err
+		}
+	}
 	o.statsMode = statsNone
 	switch cfg.Normalize {
 	case PerUtterance:
@@ -154,7 +161,8 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 	o.sharedLimit, o.smemSM = cudaMaxShared, cudaMaxShared+1024
 	if lim, err := o.logmel.MaxDynamicShared(); err == nil {
 		o.smemSM = lim + 1024
-		if want := min(lim, o.sharedFor(launchGeom{8, 1}, 2)); want > cudaMaxShared && o.logmel.SetMaxDynamicShared(want) == nil {
+		if want := min(lim, o.sharedFor(launchGeom{8, 1}, 2)); want > cudaMaxShared && o.logmel.SetMaxDynamicShared(want) == nil &&
+			(o.logmelWide == nil || o.logmelWide.SetMaxDynamicShared(want) == nil) {
 			o.sharedLimit = want
 		}
 	}
@@ -529,16 +537,16 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	if kn.oneStage {
 		stages = 1
 	}
-	wide := 0 // fbank_logmel applies it only where it can (two stages, mel_time, ...)
-	if kn.wide {
-		wide = 1
-	}
 	args := []any{pcm, stride, itemsBuf, o.window, o.twiddle, o.colTw, o.bands, o.weights, o.sharedW, c.NumMels, frames,
 		c.HopLength, o.fe.pad, reflect, c.PreEmphasis, o.guard, o.floor, o.lg2, layout, geom.steps,
 		out, partial, o.statsMode, bad, o.melFrag, o.melTiles, tickets, clampRange, stdEpsilon, result,
-		fused, ptrs.counters, ptrs.ready, o.epoch, geom.frames(), o.fixedFloor, lag, stages, wide}
+		fused, ptrs.counters, ptrs.ready, o.epoch, geom.frames(), o.fixedFloor, lag, stages}
 	block := cuda.Dim3{X: 32 * geom.warps, Y: 1, Z: 1}
-	err = o.logmel.Launch(cuda.Dim3{X: groups, Y: gridY, Z: 1}, block, o.sharedFor(geom, stages), args...)
+	logmel := o.logmel
+	if kn.wide && o.logmelWide != nil {
+		logmel = o.logmelWide
+	}
+	err = logmel.Launch(cuda.Dim3{X: groups, Y: gridY, Z: 1}, block, o.sharedFor(geom, stages), args...)
 	if err != nil || o.statsMode == statsNone || fused == 1 {
 		return bad, err
 	}
