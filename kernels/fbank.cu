@@ -6,15 +6,15 @@
 //
 // Pipeline, one stream, per batch (B items, n_mels = M, T = output frames,
 // G tiles of F frames an item):
-//   1. fbank_logmel_n400 | fbank_logmel_n512 (or their _async twins, which
-//      stage each warp's next-step samples in shared memory by cp.async):
-//      framing + window + FFT + |X|² + mel + log, staged per block and
-//      written in the output layout, the per-tile partial statistics and
-//      the finite-sample check; the last tile of each item reduces the
-//      item's statistics (Whisper: the floor, max - 8; Parakeet: per-feature
-//      mean and 1/(std + 1e-5), float64). Fused: the same launch also runs
-//      the normalisation tiles, a lag behind the transform tiles (or all
-//      after them).
+//   1. fbank_logmel_n400 | fbank_logmel_n512 (| fbank_logmel_n400_wide, which
+//      writes two steps' rows at once): framing + window + FFT + |X|² +
+//      mel + log, staged per block and written in the output layout, the
+//      per-tile partial statistics and the finite-sample check; the last
+//      tile of each item reduces the item's statistics (Whisper: the floor,
+//      max - 8; Parakeet: per-feature mean and 1/(std + 1e-5), float64).
+//      Fused (Whisper's batches): the same launch also runs the
+//      normalisation tiles, after every transform tile (or a lag behind
+//      them).
 //   2. otherwise fbank_stats (Parakeet, single long clips: the moments from
 //      the partials by 8 threads a feature) and fbank_normalize (one block
 //      a tile, in place).
@@ -295,7 +295,6 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
                        const int4* __restrict__ mel_tiles, unsigned long long* tickets, double clamp, double eps,
                        void* result, long long* ready, long long epoch, long long stages) {
   using Fr = fbank::Frame<N>;
-  constexpr int S = Fr::S;  // the frame pitch (float2)
   const long long x = tl.x, b = tl.b, G = tl.G;
   extern __shared__ float2 smem[];
   const int W = blockDim.x / kWarp, threads = blockDim.x;
@@ -309,8 +308,8 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
                     !FBANK_MEL_TC;
   const int pitch = layout == 0 ? (M % 8 == 0 && !wide ? M + 2 : M + 1) : (M % 4 == 0 ? M + 4 : M + 1);
   const long long F = (long long)R * steps;
-  float2* T = smem + warp * fbank::kGroups * S;  // the warp's 4 frame buffers
-  double* acc = reinterpret_cast<double*>(smem + W * fbank::kGroups * S);  // Σy, Σy² per feature
+  float2* T = smem + warp * fbank::kGroups * Fr::S;  // the warp's 4 frame buffers
+  double* acc = reinterpret_cast<double*>(smem + W * fbank::kGroups * Fr::S);  // Σy, Σy² per feature
   float* const stage0 = reinterpret_cast<float*>(acc + (stats == kStatsMoments ? 2 * M : 0));
   const long long t0 = x * F;
   // The filterbank's shared copy (when shared_w > 0); mel4 is called with
@@ -362,7 +361,7 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
       const long long t = ts + r0 + g;
       const bool active = g < nact;
       fbank::Source src{row, it.n, it.real, t * hop - pad, (int)reflect, (float)preemph};
-      float2* Tg = T + g * S;
+      float2* Tg = T + g * Fr::S;
       {
         fbank::Column<N> col;
         col.load(src, win2, n1, active, Tg + n1 * Fr::R);
@@ -391,7 +390,7 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
     }
     __syncthreads();  // every frame's power row
     const int valid = (int)max(0LL, min((long long)R, it.computed - ts));
-    mx = fmaxf(mx, mel_tc(reinterpret_cast<const float*>(smem), fbank::kGroups * 2 * S, R, valid, Fr::H, mel_frag,
+    mx = fmaxf(mx, mel_tc(reinterpret_cast<const float*>(smem), fbank::kGroups * 2 * Fr::S, R, valid, Fr::H, mel_frag,
                           mel_tiles, M,
                           lg, stage, pitch, warp, W, lane, mn));
 #else

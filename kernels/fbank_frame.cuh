@@ -261,7 +261,16 @@ struct Column {
   EDGE_HD void load(const Source& s, const float2* win2, int n1, bool active, float2* row) {
     fast = active && s.start >= 1 && s.start + N <= s.real;
     if (fast) {
-      load_interior(s.pcm + s.start, win2, n1, s.preemph);
+      const float* p = s.pcm + s.start + 2 * n1;
+      // The lanes read pairs (x[2n], x[2n+1]): one 8-byte load each when
+      // the frame starts at an even address (the frame's 8 lanes agree).
+      const bool pairs = (reinterpret_cast<unsigned long long>(p) & 7) == 0;
+      const float a = s.preemph;
+      if (pairs) {
+        a != 0.f ? load_fast<true, true>(p, win2, n1, a) : load_fast<true, false>(p, win2, n1, a);
+      } else {
+        a != 0.f ? load_fast<false, true>(p, win2, n1, a) : load_fast<false, false>(p, win2, n1, a);
+      }
       return;
     }
     // Edge frames are rare: a rolled loop through the lane's buffer row
@@ -279,22 +288,7 @@ struct Column {
     for (int j = 0; j < F::C; j++) v[j] = row[j];
   }
 
-  // load_interior is load's interior path for a frame whose samples are
-  // x[0..N) at f, x[-1] readable when a != 0: sets fast.
-  EDGE_HD void load_interior(const float* f, const float2* win2, int n1, float a) {
-    fast = true;
-    const float* p = f + 2 * n1;
-    // The lanes read pairs (x[2n], x[2n+1]): one 8-byte load each when
-    // the frame starts at an even address (the frame's 8 lanes agree).
-    const bool pairs = (reinterpret_cast<unsigned long long>(p) & 7) == 0;
-    if (pairs) {
-      a != 0.f ? load_fast<true, true>(p, win2, n1, a) : load_fast<true, false>(p, win2, n1, a);
-    } else {
-      a != 0.f ? load_fast<false, true>(p, win2, n1, a) : load_fast<false, false>(p, win2, n1, a);
-    }
-  }
-
-  // load_fast is load_interior's loop: p = pcm + start + 2·n1, kPairs: p is
+  // load_fast is load's interior path: p = pcm + start + 2·n1, kPairs: p is
   // 8-byte aligned, kPre: pre-emphasis a.
   template <bool kPairs, bool kPre>
   EDGE_HD void load_fast(const float* p, const float2* win2, int n1, float a) {
