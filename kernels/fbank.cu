@@ -759,11 +759,13 @@ namespace {
 
 // entry runs block (blockIdx.x, blockIdx.y) of fbank_logmel_n{N}:
 //   fused = 0: grid (G, B), the block is tile (x, b) (logmel);
-//   fused = 1: grid (G, 2·B): G·B transform tiles T(b, x) and G·B
+//   fused = 1 or 2: grid (G, 2·B): G·B transform tiles T(b, x) and G·B
 //     normalisation tiles N(b, x) (normalize_tile), handed out in the order
 //     blocks start (counters[0], a ticket) in this sequence, L = min(lag, B):
-//     T(0..L-1); then for s = L..B-1: T(s), N(s-L); then N(B-L..B-1) (each
-//     item's G tiles in x order). A normalisation tile waits for its item
+//     T(0..L-1); then for s = L..B-1: T(s), N(s-L); then N(B-L..B-1), or
+//     with fused = 2 N(B-1) down to N(B-L) (the items transformed last,
+//     whose features are likeliest still in L2, first); each item's G
+//     tiles in x order. A normalisation tile waits for its item
 //     (ready[b] == epoch, set by the item's last transform tile); every
 //     transform tile of that item was handed to a block that started before
 //     it, so the wait ends. With the lag about the items in flight, the
@@ -791,7 +793,7 @@ __device__ void entry(FBANK_LOGMEL_ARGS) {
     k = k % (2 * G) - (norm ? G : 0);
   } else {
     k -= (B - L) * 2 * G;
-    item = B - L + k / G, norm = 1;
+    item = fused == 2 ? B - 1 - k / G : B - L + k / G, norm = 1;
   }
   const Tile tl{k % G, item, G, B};
   if (!norm) {

@@ -95,8 +95,10 @@ func BenchmarkCUDAFbank(b *testing.B) {
 // of items behind the transforms; /fused2, /fused3: two, three waves;
 // /fusedall: after all of them), the fbank_normalize launch (/separate),
 // the op's choice with one stage of rows (/1stage), the rows of two steps
-// written together (/wide, /fusedall-wide, /fused2-wide; for the batch
-// /fusedall and /fusedall-wide at w4s4 and w4s16 too) and, for Parakeet,
+// written together (/wide, /fusedall-wide, /fused2-wide), the
+// normalisation tiles after the transforms in reverse item order
+// (/fusedall-rev, /fusedall-rev-wide, /fused2-rev), for the batch
+// /fusedall and /fusedall-wide at w4s4 and w4s16 too, and, for Parakeet,
 // the fbank_stats launch (/stats).
 //
 //	plugins_fbank.test -test.run '^$' -test.bench CUDAFbankGeometry -test.benchtime 100x
@@ -139,7 +141,10 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 				variant{def, &launchKnobs{fused: true, lagWaves: 3}, "/fused3"},
 				variant{def, &launchKnobs{wide: true}, "/wide"},
 				variant{def, &launchKnobs{fused: true, lagAll: true, wide: true}, "/fusedall-wide"},
-				variant{def, &launchKnobs{fused: true, lagWaves: 2, wide: true}, "/fused2-wide"})
+				variant{def, &launchKnobs{fused: true, lagWaves: 2, wide: true}, "/fused2-wide"},
+				variant{def, &launchKnobs{fused: true, lagAll: true, rev: true}, "/fusedall-rev"},
+				variant{def, &launchKnobs{fused: true, lagAll: true, rev: true, wide: true}, "/fusedall-rev-wide"},
+				variant{def, &launchKnobs{fused: true, lagWaves: 2, rev: true}, "/fused2-rev"})
 			if batch > 1 {
 				for _, g := range []launchGeom{{4, 4}, {4, 16}} {
 					variants = append(variants, variant{g, &launchKnobs{fused: true, lagAll: true}, "/fusedall"},

@@ -466,7 +466,8 @@ func TestCUDALaunchGeometry(t *testing.T) {
 // tiles: fused), Parakeet's moments both ways (fbank_logmel's last block of
 // an item, or the fbank_stats launch), one or two stages of rows, the fused
 // normalisation tiles after every transform tile (lagAll) or two waves
-// behind (lagWaves) and the rows of two steps written together (wide). Whisper pads the short clips to 30 s, so
+// behind (lagWaves), in item order or reversed (rev), and the rows of two
+// steps written together (wide). Whisper pads the short clips to 30 s, so
 // some of their tiles fall under the floor and are clamped, others are
 // skipped.
 func TestCUDAParityGeometry(t *testing.T) {
@@ -496,6 +497,8 @@ func TestCUDAParityGeometry(t *testing.T) {
 			{launchGeom{4, 8}, launchKnobs{fused: true, lagAll: true}}, {launchGeom{4, 8}, launchKnobs{wide: true}},
 			{launchGeom{4, 8}, launchKnobs{fused: true, lagAll: true, wide: true}}, {launchGeom{4, 1}, launchKnobs{wide: true}},
 			{launchGeom{2, 16}, launchKnobs{fused: true, lagWaves: 2, wide: true}}, {launchGeom{1, 1}, launchKnobs{wide: true}},
+			{launchGeom{4, 8}, launchKnobs{fused: true, lagAll: true, rev: true}},
+			{launchGeom{4, 2}, launchKnobs{fused: true, lagWaves: 2, rev: true}},
 		} {
 			g := tc.g
 			if tc.kn.statsKernel && cfg["preset"] != "parakeet-128" {

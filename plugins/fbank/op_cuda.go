@@ -45,10 +45,13 @@ const (
 //   - wide: for n_fft 400 the fbank_logmel_n400_wide kernel: with two
 //     stages in the mel_time layout (frames a multiple of 4, no
 //     per-feature sums) it writes the rows of two steps together (128
-//     bytes a feature instead of 64: whole lines).
+//     bytes a feature instead of 64: whole lines);
+//   - rev: with fused, the normalisation tiles after the last transform
+//     tile in reverse item order (the items transformed last first: their
+//     features are likeliest still in L2).
 type launchKnobs struct {
-	fused, statsKernel, oneStage, lagAll, wide bool
-	lagWaves                                   int
+	fused, statsKernel, oneStage, lagAll, wide, rev bool
+	lagWaves                                        int
 }
 
 // launchGeom is fbank_logmel's block shape: warps per block (1, 2, 4 or 8) and
@@ -516,6 +519,9 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	fused, gridY := 0, batch // fused: G·B transform tiles and G·B normalisation tiles
 	if reduce && kn.fused && 2*batch <= math.MaxUint16 {
 		fused, gridY = 1, 2*batch
+		if kn.rev {
+			fused = 2
+		}
 	}
 	// The normalisation tiles of item b follow the transform tiles of item
 	// b + lag: about the items in flight (4 blocks an SM) times lagWaves,
