@@ -283,7 +283,7 @@ __device__ float mel_tc(const float* P, int pitchW, int rows, int valid, int H, 
 // [t·hop, (t+1)·hop) (the last computed frame: up to real) are checked: the
 // smallest index of a NaN/Inf sample of item b goes to bad[b] (atomicMin;
 // the caller presets it to all ones).
-template <int N, bool kWide>
+template <int N, bool kWide, bool kTabs>
 __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long pcm_stride, const Item* __restrict__ items,
                        const float* __restrict__ window, const float2* __restrict__ twN,
                        const float2* __restrict__ colTw, const Band* __restrict__ bands, const float* __restrict__ weights, long long shared_w,
@@ -337,12 +337,21 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
   if (stats == kStatsMoments) {
     for (int i = threadIdx.x; i < 2 * M; i += threads) acc[i] = 0;
   }
+  // kTabs: the window pairs (N/2 float2) and the column twiddles (N/2
+  // float2) in shared memory past the filterbank's weights (8-byte
+  // aligned), read by every step (LDS instead of L1 loads).
+  float2* const tabs = reinterpret_cast<float2*>(sw + ((shared_w + 1) & ~1LL));
+  if (kTabs) {
+    const float2* w2 = reinterpret_cast<const float2*>(window);
+    for (int i = threadIdx.x; i < N / 2; i += threads) tabs[i] = w2[i], tabs[N / 2 + i] = colTw[i];
+  }
   __syncthreads();
   // Whisper (kStatsMax) stores (y + 4)/4 and its normalisation is then only
   // the clamp at the item's floor (norm1).
   const fbank::LogMel lg{(float)guard, fmaxf((float)floor_, 1.17549435e-38f), (float)scale,
                          stats == kStatsMax ? 0.25f : 1.f, stats == kStatsMax ? 1.f : 0.f};
-  const float2* win2 = reinterpret_cast<const float2*>(window);
+  const float2* const win2 = kTabs ? tabs : reinterpret_cast<const float2*>(window);
+  const float2* const colTw2 = kTabs ? tabs + N / 2 : colTw;
 
   float mx = -INFINITY, mn = INFINITY;
   for (int st = 0; st < steps; st++) {
@@ -365,7 +374,7 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
       {
         fbank::Column<N> col;
         col.load(src, win2, n1, active, Tg + n1 * Fr::R);
-        col.transform(colTw, n1);
+        col.transform(colTw2, n1);
         // Finite check of the samples each frame owns, [t·hop, (t+1)·hop)
         // (the last computed frame: up to real): free when the interior
         // loads read them all and the lane's bin-0 sum is finite (col.nf);
@@ -774,10 +783,10 @@ namespace {
 //     separate normalize launch goes. counters[1] counts finished blocks;
 //     the last one resets both (0 at the next launch). Needs tickets (the
 //     in-kernel statistics).
-template <int N, bool kWide>
+template <int N, bool kWide, bool kTabs = false>
 __device__ void entry(FBANK_LOGMEL_ARGS) {
   if (!fused) {
-    logmel<N, kWide>(Tile{blockIdx.x, blockIdx.y, gridDim.x, gridDim.y}, FBANK_LOGMEL_PASS);
+    logmel<N, kWide, kTabs>(Tile{blockIdx.x, blockIdx.y, gridDim.x, gridDim.y}, FBANK_LOGMEL_PASS);
     return;
   }
   __shared__ unsigned long long id;
@@ -797,7 +806,7 @@ __device__ void entry(FBANK_LOGMEL_ARGS) {
   }
   const Tile tl{k % G, item, G, B};
   if (!norm) {
-    logmel<N, kWide>(tl, FBANK_LOGMEL_PASS);
+    logmel<N, kWide, kTabs>(tl, FBANK_LOGMEL_PASS);
   } else {
     extern __shared__ float2 smem[];
     normalize_tile(tl, out, items, n_mels, frames, layout, stats, tile, static_cast<const float*>(partial),
@@ -825,4 +834,15 @@ extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fban
 // together (whole 128-byte lines a feature), one barrier a step as before.
 extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n400_wide(FBANK_LOGMEL_ARGS) {
   entry<400, true>(FBANK_LOGMEL_CALL);
+}
+
+// fbank_logmel_n{400,512}_tabs are fbank_logmel_n{N} with logmel's kTabs:
+// the window and the column twiddles copied to shared memory once a block
+// (N·8 bytes more of it, past the filterbank) and read from there.
+extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n400_tabs(FBANK_LOGMEL_ARGS) {
+  entry<400, false, true>(FBANK_LOGMEL_CALL);
+}
+
+extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n512_tabs(FBANK_LOGMEL_ARGS) {
+  entry<512, false, true>(FBANK_LOGMEL_CALL);
 }

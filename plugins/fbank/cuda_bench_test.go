@@ -97,7 +97,8 @@ func BenchmarkCUDAFbank(b *testing.B) {
 // the op's choice with one stage of rows (/1stage), the rows of two steps
 // written together (/wide, /fusedall-wide, /fused2-wide), the
 // normalisation tiles after the transforms in reverse item order
-// (/fusedall-rev, /fusedall-rev-wide, /fused2-rev), for the batch
+// (/fusedall-rev, /fusedall-rev-wide, /fused2-rev), the window and
+// column twiddles in shared memory (/tabs, /fusedall-tabs), for the batch
 // /fusedall and /fusedall-wide at w4s4 and w4s16 too, and, for Parakeet,
 // the fbank_stats launch (/stats).
 //
@@ -144,7 +145,9 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 				variant{def, &launchKnobs{fused: true, lagWaves: 2, wide: true}, "/fused2-wide"},
 				variant{def, &launchKnobs{fused: true, lagAll: true, rev: true}, "/fusedall-rev"},
 				variant{def, &launchKnobs{fused: true, lagAll: true, rev: true, wide: true}, "/fusedall-rev-wide"},
-				variant{def, &launchKnobs{fused: true, lagWaves: 2, rev: true}, "/fused2-rev"})
+				variant{def, &launchKnobs{fused: true, lagWaves: 2, rev: true}, "/fused2-rev"},
+				variant{def, &launchKnobs{tabs: true}, "/tabs"},
+				variant{def, &launchKnobs{tabs: true, fused: true, lagAll: true}, "/fusedall-tabs"})
 			if batch > 1 {
 				for _, g := range []launchGeom{{4, 4}, {4, 16}} {
 					variants = append(variants, variant{g, &launchKnobs{fused: true, lagAll: true}, "/fusedall"},

@@ -442,8 +442,9 @@ func TestCUDALaunchGeometry(t *testing.T) {
 			assert.Equal(t, op.fe.cfg.NFFT == 400, op.logmelWide != nil, "fbank_logmel_n400_wide for n_fft 400")
 			assert.LessOrEqual(t, op.shared(launchGeom{cudaWarps, 8}), op.sharedLimit)
 			g := launchGeom{cudaWarps, 8}
-			assert.LessOrEqual(t, op.sharedFor(g, op.stagesFor(g)), op.sharedLimit, "%d stages", op.stagesFor(g))
-			t.Logf("%s: %d stages, %d B of shared memory a block", preset, op.stagesFor(g), op.sharedFor(g, op.stagesFor(g)))
+			assert.LessOrEqual(t, op.sharedFor(g, op.stagesFor(g, 0)), op.sharedLimit, "%d stages", op.stagesFor(g, 0))
+			assert.LessOrEqual(t, op.sharedFor(g, op.stagesFor(g, op.tabsBytes()))+op.tabsBytes(), op.sharedLimit, "_tabs")
+			t.Logf("%s: %d stages, %d B of shared memory a block", preset, op.stagesFor(g, 0), op.sharedFor(g, op.stagesFor(g, 0)))
 			assert.Equal(t, launchGeom{cudaWarps, 8}, op.geometryFor(64, 3000))
 			assert.Equal(t, launchGeom{cudaWarps, 2}, op.geometryFor(8, 3000))
 			assert.Equal(t, launchGeom{cudaWarps, 1}, op.geometryFor(1, 3000))
@@ -466,8 +467,8 @@ func TestCUDALaunchGeometry(t *testing.T) {
 // tiles: fused), Parakeet's moments both ways (fbank_logmel's last block of
 // an item, or the fbank_stats launch), one or two stages of rows, the fused
 // normalisation tiles after every transform tile (lagAll) or two waves
-// behind (lagWaves), in item order or reversed (rev), and the rows of two
-// steps written together (wide). Whisper pads the short clips to 30 s, so
+// behind (lagWaves), in item order or reversed (rev), the rows of two
+// steps written together (wide) and the tables in shared memory (tabs). Whisper pads the short clips to 30 s, so
 // some of their tiles fall under the floor and are clamped, others are
 // skipped.
 func TestCUDAParityGeometry(t *testing.T) {
@@ -499,6 +500,8 @@ func TestCUDAParityGeometry(t *testing.T) {
 			{launchGeom{2, 16}, launchKnobs{fused: true, lagWaves: 2, wide: true}}, {launchGeom{1, 1}, launchKnobs{wide: true}},
 			{launchGeom{4, 8}, launchKnobs{fused: true, lagAll: true, rev: true}},
 			{launchGeom{4, 2}, launchKnobs{fused: true, lagWaves: 2, rev: true}},
+			{launchGeom{4, 8}, launchKnobs{tabs: true}}, {launchGeom{4, 8}, launchKnobs{tabs: true, fused: true, lagAll: true}},
+			{launchGeom{1, 1}, launchKnobs{tabs: true}},
 		} {
 			g := tc.g
 			if tc.kn.statsKernel && cfg["preset"] != "parakeet-128" {

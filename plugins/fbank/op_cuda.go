@@ -48,10 +48,12 @@ const (
 //     bytes a feature instead of 64: whole lines);
 //   - rev: with fused, the normalisation tiles after the last transform
 //     tile in reverse item order (the items transformed last first: their
-//     features are likeliest still in L2).
+//     features are likeliest still in L2);
+//   - tabs: the fbank_logmel_n{N}_tabs kernel, which reads the window and
+//     the column twiddles from shared memory (tabsBytes more of it).
 type launchKnobs struct {
-	fused, statsKernel, oneStage, lagAll, wide, rev bool
-	lagWaves                                        int
+	fused, statsKernel, oneStage, lagAll, wide, rev, tabs bool
+	lagWaves                                              int
 }
 
 // launchGeom is fbank_logmel's block shape: warps per block (1, 2, 4 or 8) and
@@ -81,6 +83,7 @@ type cudaOp struct {
 	sms                 int
 	logmel, stats, norm *cuda.Kernel
 	logmelWide          *cuda.Kernel // fbank_logmel_n400_wide (the wide knob; nil for n_fft 512)
+	logmelTabs          *cuda.Kernel // fbank_logmel_n{N}_tabs (the tabs knob)
 	window, twiddle     *cuda.Buffer
 	colTw               *cuda.Buffer // W_H^(n1·k) at [k·8 + n1] (fbank_frame.cuh's Column)
 	bands, weights      *cuda.Buffer
@@ -147,6 +150,9 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 			return nil, err
 		}
 	}
+	if o.logmelTabs, err = mod.Kernel(fmt.Sprintf("fbank_logmel_n%d_tabs", cfg.NFFT)); err != nil {
+		return nil, err
+	}
 	o.statsMode = statsNone
 	switch cfg.Normalize {
 	case PerUtterance:
@@ -164,8 +170,10 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 	o.sharedLimit, o.smemSM = cudaMaxShared, cudaMaxShared+1024
 	if lim, err := o.logmel.MaxDynamicShared(); err == nil {
 		o.smemSM = lim + 1024
-		if want := min(lim, o.sharedFor(launchGeom{8, 1}, 2)); want > cudaMaxShared && o.logmel.SetMaxDynamicShared(want) == nil &&
-			(o.logmelWide == nil || o.logmelWide.SetMaxDynamicShared(want) == nil) {
+		want := min(lim, o.sharedFor(launchGeom{8, 1}, 2)+o.tabsBytes())
+		if want > cudaMaxShared && o.logmel.SetMaxDynamicShared(want) == nil &&
+			(o.logmelWide == nil || o.logmelWide.SetMaxDynamicShared(want) == nil) &&
+			o.logmelTabs.SetMaxDynamicShared(want) == nil {
 			o.sharedLimit = want
 		}
 	}
@@ -219,12 +227,24 @@ func (o *cudaOp) sharedFor(g launchGeom, stages int) int {
 	return o.shared(g) + (stages-1)*cudaGroups*g.warps*(o.fe.cfg.NumMels+4)*4
 }
 
+// tabsBytes is the shared memory the _tabs kernels add: the window and
+// the column twiddles (8·n_fft bytes) past the filterbank's weights, 8-byte
+// aligned, and past the bands' place when the weights are not copied.
+func (o *cudaOp) tabsBytes() int {
+	b := 8*o.fe.cfg.NFFT + 8
+	if o.sharedW == 0 {
+		b += 8 * o.fe.cfg.NumMels
+	}
+	return b
+}
+
 // stagesFor picks 2 stages (one block barrier a step instead of two) when
 // they fit in the opted-in limit and leave as many blocks an SM as one
-// stage does, up to the 16 warps an SM the 128 registers allow.
-func (o *cudaOp) stagesFor(g launchGeom) int {
-	blocks := func(s int) int { return min(16/g.warps, o.smemSM/(s+1024+256)) } // + reserved and static
-	if s2 := o.sharedFor(g, 2); s2 <= o.sharedLimit && blocks(s2) >= blocks(o.shared(g)) {
+// stage does, up to the 16 warps an SM the 128 registers allow; extra is
+// shared memory beyond sharedFor (tabsBytes for the _tabs kernels).
+func (o *cudaOp) stagesFor(g launchGeom, extra int) int {
+	blocks := func(s int) int { return min(16/g.warps, o.smemSM/(s+extra+1024+256)) } // + reserved and static
+	if s2 := o.sharedFor(g, 2); s2+extra <= o.sharedLimit && blocks(s2) >= blocks(o.shared(g)) {
 		return 2
 	}
 	return 1
@@ -539,7 +559,14 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	if c.Layout == TimeMel {
 		layout = 1
 	}
-	stages := o.stagesFor(geom)
+	logmel, extra := o.logmel, 0
+	switch {
+	case kn.tabs && o.shared(geom)+o.tabsBytes() <= o.sharedLimit:
+		logmel, extra = o.logmelTabs, o.tabsBytes()
+	case kn.wide && o.logmelWide != nil:
+		logmel = o.logmelWide
+	}
+	stages := o.stagesFor(geom, extra)
 	if kn.oneStage {
 		stages = 1
 	}
@@ -548,12 +575,8 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 		out, partial, o.statsMode, bad, o.melFrag, o.melTiles, tickets, clampRange, stdEpsilon, result,
 		fused, ptrs.counters, ptrs.ready, o.epoch, geom.frames(), o.fixedFloor, lag, stages}
 	block := cuda.Dim3{X: 32 * geom.warps, Y: 1, Z: 1}
-	logmel := o.logmel
-	if kn.wide && o.logmelWide != nil {
-		logmel = o.logmelWide
-	}
-	err = logmel.Launch(cuda.Dim3{X: groups, Y: gridY, Z: 1}, block, o.sharedFor(geom, stages), args...)
-	if err != nil || o.statsMode == statsNone || fused == 1 {
+	err = logmel.Launch(cuda.Dim3{X: groups, Y: gridY, Z: 1}, block, o.sharedFor(geom, stages)+extra, args...)
+	if err != nil || o.statsMode == statsNone || fused != 0 {
 		return bad, err
 	}
 	normShared := 0
