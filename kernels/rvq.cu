@@ -174,11 +174,6 @@ __device__ __forceinline__ void mma16816(float* c, const uint32_t* a, uint32_t b
 __device__ __forceinline__ void namedBarrier(int id, int n) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
 }
-// namedArrive: the calling warps' arrival on named barrier id (n threads in
-// all), without waiting.
-__device__ __forceinline__ void namedArrive(int id, int n) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
-}
 
 __device__ __forceinline__ float bf(uint16_t v) { return __uint_as_float(static_cast<uint32_t>(v) << 16); }
 
@@ -539,6 +534,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     if (valid && q0 == 0 && p.status != nullptr && !(rnorm2[i] <= static_cast<float>(p.limit)))
       atomicMin(p.status, static_cast<unsigned long long>(row));
   }
+  cbar();  // rnorm[i] is read by row i's owner warp, in another warpgroup for some rows
 
 #if RVQ_HAVE_WGMMA
   // wgmma descriptors assume 1024-byte aligned swizzle atoms.
@@ -635,15 +631,6 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       }
     }
   };
-  // AW: warpgroup 1 starts its chain kLag N-tiles after warpgroup 0 (named
-  // barrier 14: warpgroup 0 arrives once it has issued kLag + 1 tiles), so
-  // that one warpgroup's stage end (merge, guard, update: latency-bound)
-  // runs while the other still feeds the tensor cores. Both share the
-  // ring, so the lag stays (the producer keeps kLag + 2 tiles and one
-  // prefetch in S / AK); with fewer slots, no lag.
-  constexpr int kLag = (AW && S / (AK > 0 ? AK : 1) > 3) ? S / (AK > 0 ? AK : 1) - 3 : 0;
-  [[maybe_unused]] bool lagPending = kLag > 0;
-  [[maybe_unused]] int tilesIssued = 0;
   int slot = 0;
   for (int q = q0; q < q1; q++) {
     const int off = p.meta[q * 4], K = p.meta[q * 4 + 1];
@@ -693,7 +680,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
         // ends a scoreboard group at every basic block, and a tile of
         // several groups makes wgmma.wait_group 1 wait for the tile just
         // issued as well. Hence AK, the k-chunks a row, is compiled in.
-        auto issueRun = [&](float (&d)[C::MT][C::NT][4]) {
+        auto issueTile = [&](float (&d)[C::MT][C::NT][4]) {
 #pragma unroll
           for (int kc = 0; kc < AK; kc++) {
             const int L = pipe.cons + kc;
@@ -717,17 +704,6 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
           }
           wgCommit();
           pipe.cons += AK;
-        };
-        auto issueTile = [&](float (&d)[C::MT][C::NT][4]) {
-          if (kLag > 0 && lagPending && warp >= 4) {
-            namedBarrier(14, 256);
-            lagPending = false;
-          }
-          issueRun(d);
-          if (kLag > 0 && lagPending && warp < 4 && ++tilesIssued > kLag) {
-            namedArrive(14, 256);
-            lagPending = false;
-          }
         };
         // foldTile folds tile nt (its wgmma complete: call after the wait)
         // whose first load was first, then releases its KC slots.
@@ -763,10 +739,6 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
         } else {
           wgWait0();
           foldTile(accum, nt - 1, first);
-        }
-        if (kLag > 0 && lagPending && warp < 4) {  // a first stage of <= kLag tiles
-          namedArrive(14, 256);
-          lagPending = false;
         }
       }
     }
@@ -934,6 +906,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       // Non-finite x (reported by rvq_check and the host) can leave no
       // winner: keep the gather in bounds.
       if (bj < 0 || bj >= K) bj = 0;
+      __syncwarp();  // every lane has read sel (the ballot) before lane 0 writes it
       if (lane == 0) {
         sel[i] = -1 - bj;
         if (p.stats) atomicAdd(p.stats, 1);
@@ -1181,7 +1154,6 @@ RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, Best, false,
 // same kernels run the plain loop for any D.
 RVQ_VARIANT(rvq_encode_wa_m128n128s6pw_d128, 128, 128, 8, 1, 6, 1, true, Best, false, true, 2)
 RVQ_VARIANT(rvq_encode_wa_m128n128s8pw_d128, 128, 128, 8, 1, 8, 1, true, Best, false, true, 2)
-RVQ_VARIANT(rvq_encode_wa_m128n128s10pw_d128, 128, 128, 8, 1, 10, 1, true, Best, false, true, 2)
 RVQ_VARIANT(rvq_encode_wa_m128n128s6pwr_d128, 128, 128, 8, 1, 6, 1, true, Best, true, true, 2)
 RVQ_VARIANT(rvq_encode_wa_m128n128s8pw_d256, 128, 128, 8, 1, 8, 1, true, Best, false, true, 4)
 // N-tiles of 64 codewords (wgmma m64n64k16): half the ring bytes a tile, so

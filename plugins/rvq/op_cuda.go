@@ -127,7 +127,6 @@ var variants = []variant{
 	// (sm_90a), the pipeline compiled for one padded width.
 	{"rvq_encode_wa_m128n128s6pw_d128", 128, 128, 8, 1, 6, false, true, 128},
 	{"rvq_encode_wa_m128n128s8pw_d128", 128, 128, 8, 1, 8, false, true, 128},
-	{"rvq_encode_wa_m128n128s10pw_d128", 128, 128, 8, 1, 10, false, true, 128},
 	{"rvq_encode_wa_m128n128s6pwr_d128", 128, 128, 8, 1, 6, true, true, 128},
 	{"rvq_encode_wa_m128n128s8pw_d256", 128, 128, 8, 1, 8, false, true, 256},
 	{"rvq_encode_wa_m128n64s16pw_d256", 128, 64, 8, 1, 16, false, true, 256},
@@ -354,7 +353,7 @@ var preferred = []struct {
 	maxDp int
 	names []string
 }{
-	{128, []string{"rvq_encode_wa_m128n128s10pw_d128", "rvq_encode_wa_m128n128s8pw_d128", "rvq_encode_wa_m128n128s6pw_d128",
+	{128, []string{"rvq_encode_wa_m128n128s6pw_d128", "rvq_encode_wa_m128n128s6pwr_d128", "rvq_encode_wa_m128n128s8pw_d128",
 		"rvq_encode_wg_m128n128s3pwx2", "rvq_encode_wg_m128n128s3px2", "rvq_encode_wg_m192n128s4pw"}},
 	{256, []string{"rvq_encode_wa_m128n64s16pw_d256", "rvq_encode_wg_m256n128s3p", "rvq_encode_wg_m192n128s4pw"}},
 	{1024, []string{"rvq_encode_wg_m256n128s3p", "rvq_encode_wg_m192n128s4pw"}},
