@@ -449,11 +449,12 @@ func TestCUDALaunchGeometry(t *testing.T) {
 			assert.Equal(t, launchGeom{cudaWarps, 2}, op.geometryFor(8, 3000))
 			assert.Equal(t, launchGeom{cudaWarps, 1}, op.geometryFor(1, 3000))
 			// 64 x 30 s: in-kernel statistics, Whisper's clamp in the same
-			// launch after the transforms; one 30 s clip (188 tiles): the
-			// fbank_stats launch.
-			batch := launchKnobs{}
+			// launch after the transforms (two steps' rows written at
+			// once), Parakeet's tables in shared memory; one 30 s clip (188
+			// tiles): the fbank_stats launch.
+			batch := launchKnobs{tabs: true}
 			if op.statsMode == statsMax {
-				batch = launchKnobs{fused: true, lagAll: true}
+				batch = launchKnobs{fused: true, lagAll: true, wide: true}
 			}
 			assert.Equal(t, batch, op.knobsFor(64, ceilDiv(3000, launchGeom{cudaWarps, 8}.frames())))
 			assert.Equal(t, launchKnobs{statsKernel: true}, op.knobsFor(1, ceilDiv(3000, launchGeom{cudaWarps, 1}.frames())))

@@ -598,13 +598,16 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	return bad, nil
 }
 
-// knobsFor picks the launches for a batch of G tiles an item
-// (docs/bench/fbank_gpu.md, H200): for Whisper's clamp (statsMax) on a
-// grid of two waves of blocks or more, the normalisation in fbank_logmel
-// with its tiles after every transform tile (fused, lagAll: 264 us instead
-// of 283 us for 64 x 30 s; interleaved a lag behind the transforms it was
-// slower, 303 us, and so was Parakeet fused either way: 354-397 us instead
-// of 337 us); else the separate fbank_normalize launch. The fbank_stats
+// knobsFor picks the launches for a batch of G tiles an item, from the
+// measurements on the H200 (docs/bench/fbank_gpu.md, cuda7-11; 64 x 30 s,
+// device us): on a grid of two waves of blocks or more, Whisper's clamp
+// (statsMax) runs in fbank_logmel's launch with its tiles after every
+// transform tile, and the kernel writes two steps' rows at once (fused,
+// lagAll, wide: 253.6 instead of 282.8 with the separate fbank_normalize;
+// the tiles a lag behind the transforms were slower, 279-299), and
+// Parakeet's normalisation (statsMoments) stays a separate launch after
+// the kernel with its tables in shared memory (tabs: 316.8 instead of
+// 329.9; fused 345-393). Else the separate launch, and the fbank_stats
 // launch for Parakeet when G > 64 (one 30 s clip: 188 tiles, whose
 // reduction by the item's last block was slower).
 func (o *cudaOp) knobsFor(batch, groups int) launchKnobs {
@@ -612,8 +615,13 @@ func (o *cudaOp) knobsFor(batch, groups int) launchKnobs {
 		return *o.knobs
 	}
 	kn := launchKnobs{statsKernel: groups > 64}
-	if o.statsMode == statsMax && batch*groups >= 8*o.sms {
-		kn.fused, kn.lagAll = true, true
+	if batch*groups >= 8*o.sms {
+		switch o.statsMode {
+		case statsMax:
+			kn.fused, kn.lagAll, kn.wide = true, true, true
+		case statsMoments:
+			kn.tabs = true
+		}
 	}
 	return kn
 }
