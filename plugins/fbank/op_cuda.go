@@ -30,14 +30,15 @@ const (
 	cudaModule    = "edge"
 )
 
-// launchKnobs are the two ways of running the statistics and the
-// normalisation:
+// launchKnobs are the choices of how a batch runs its transform, its
+// statistics and its normalisation (knobsFor picks them; benchmarks and
+// tests set them directly):
 //   - fused: fbank_logmel normalises the tiles itself (its normalisation
 //     tiles among its transform tiles, one launch) instead of the
 //     fbank_normalize launch; it needs the in-kernel statistics;
 //   - statsKernel: Parakeet's per-feature moments by the fbank_stats launch
 //     instead of fbank_logmel's last block of each item (which reduces the
-//     item's G partials alone: slow when G is large, a long single clip).
+//     item's G partials alone: slow when G is large, a long single clip);
 //   - oneStage: one stage of rows even where two fit (stagesFor);
 //   - lagAll: with fused, every normalisation tile after every transform
 //     tile (lag = batch) instead of lagWaves (0: 1) waves of items in
@@ -100,8 +101,7 @@ type cudaOp struct {
 	// the 1 KiB the SM keeps per block): how many blocks fit (stagesFor).
 	smemSM int
 	fixed  launchGeom
-	// knobs, when set (benchmarks), override the choices of plan: the
-	// fused launch and the fbank_stats launch.
+	// knobs, when set (benchmarks, tests), replace knobsFor's choice.
 	knobs *launchKnobs
 	// epoch counts the launches; fbank_logmel's normalisation tiles wait
 	// for their item's statistics of this launch (ready[b] == epoch).
