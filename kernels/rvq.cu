@@ -42,7 +42,9 @@
 //     MT*NT mma.
 //   * Epilogue per N-tile, in registers: s = hn_e - acc (the CPU's score,
 //     ||C_e||^2/2 - dot, ordered like ||r - C_e||^2), folded into a running
-//     (best | argbest in the low 12 bits, second) per row (struct Best).
+//     (best | argbest in the low 12 bits, second) per row (struct Best): a
+//     sub, one LOP3 (the entry's bits: a per-tile register and a constant
+//     per accumulator, see Best::addAt) and three min/max a score.
 //   * End of stage: merge the running pairs over the quad's lanes
 //     (shuffles) and over the WN warps sharing a row (shared memory).
 //     Near-tie guard: the bf16 A operand and the tensor-core accumulation
@@ -68,8 +70,10 @@
 //     chain's sum added to the first's, as the CPU does.
 //
 // Shared memory: BM*Dp*2 (A) + S*(BN*64*2 + BN*4) (ring) + WN*BM*12
-// (partials) + BM*12 (||r||, ||r||^2, decisions) [+ BM*Dp*4 (residual)];
-// e.g. 106 KiB for m128n128s4 at D = 128, 170 KiB with the residual.
+// (partials) + BM*12 (||r||, ||r||^2, decisions) + 16*S (ring barriers)
+// [+ BM*Dp*4 (residual)] + kMaxQ*BM*2 + kMaxQ*8 + 512 (codes, stage table
+// and gather barriers of the AW kernels); e.g. 114 KiB for m128n128s4 at
+// D = 128, 178 KiB with the residual.
 // Registers: MT*NT*4 accumulators + 4*MT + 2*NT fragment registers + 2 or 3
 // per running minimum (2*MT rows a thread); ptxas -v figures are in the
 // fatbin's ptxas.log (see docs/bench/rvq_gpu.md).
@@ -79,10 +83,11 @@
 // Grid: one CTA per 128 rows; block: 384 threads = two compute warpgroups
 // (warpgroup g owns rows [64g, 64g+64), warp w of it rows 16w..16w+15) and
 // one producer warpgroup. One CTA an SM (shared memory: 32 KiB A + S x
-// 16.5 KiB ring at D = 128, e.g. 134 KiB for s6; registers: 384 threads
-// start with 168 each, then setmaxnreg gives the producer warpgroup 40 and
-// the compute warpgroups 232: the 2 x 64 fp32 accumulators and the running
-// minima fit; ptxas.log has the figures).
+// 16.5 KiB ring at D = 128, e.g. 142 KiB for s6, 206 KiB for s6pwr;
+// registers: 384 threads start with 168 each, then setmaxnreg gives the
+// producer warpgroup 40 and the compute warpgroups 232: the 2 x 64 fp32
+// accumulators, the running minima and (a variants) the A fragments fit;
+// ptxas.log has the figures).
 //
 //   * Producer: lane 0 of its first warp streams every (stage, N-tile,
 //     k-chunk) load through the S-slot bulk-copy ring (full/empty
@@ -101,8 +106,19 @@
 //     first wgmma writing the accumulators without reading them (so they
 //     are dead, not spilled, during the stage-end update), and no trap in
 //     the compute path (it makes ptxas ignore the setmaxnreg budget).
-//   * Stage end, guard, exact re-score, update, quantized: as above (warp-
-//     local; a warpgroup barrier before the next stage's wgmma).
+//   * a variants: the warp's A fragments (16 rows x Dp, mma.sync's A
+//     layout) are loaded once a stage into registers (ldmatrix) and the
+//     wgmma read A from there: the tensor cores read only B from shared
+//     memory.
+//   * Stage end, guard, exact re-score, update: as above (warp-local; a
+//     warpgroup barrier before the next stage's wgmma).
+//   * quantized (writeQuantizedGather): every stage's codes are kept in
+//     shared memory; after the chains each warp brings its rows' codewords
+//     stage by stage into buffers (A's and the then idle ring's shared
+//     memory) with bulk copies, several stages in flight, and sums them as
+//     writeQuantized does. Scattered 16-byte loads through the load/store
+//     unit reach only ~10 bytes a cycle an SM here (misses in flight); the
+//     bulk copies need no registers and about halve that phase.
 //   * Numerics: identical to the other fused variants (same scores, same
 //     running minima, same guard): codes equal to the CPU op.
 //
@@ -124,6 +140,7 @@ namespace rvqk {
 constexpr int kBK = 64;        // k-chunk (dimensions) of one ring slot
 constexpr int kU = 4;          // update: 16-byte chunks in flight per lane
 constexpr unsigned kFull = 0xffffffffu;
+
 
 __device__ __forceinline__ bool rowValid(long long row, long long T, const int* lengths) {
   if (lengths == nullptr) return true;
@@ -293,6 +310,47 @@ __device__ __forceinline__ void wgmma64x64z(float (&d)[8][4], uint64_t da, uint6
                : RVQ_ACC32("=f", d, 0)
                : "l"(da), "l"(db), "r"(0));
 }
+// wgmma64x128r[z] / wgmma64x64r[z]: A from registers (a: the warp's m16k16
+// fragment in mma.sync's A layout, 4 x bf16x2), B from its descriptor.
+__device__ __forceinline__ void wgmma64x128r(float (&d)[16][4], const uint32_t (&a)[4], uint64_t db, int scaleD) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" RVQ_REGS64 "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+               : RVQ_ACC32("+f", d, 0), RVQ_ACC32("+f", d, 8)
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scaleD));
+}
+__device__ __forceinline__ void wgmma64x128rz(float (&d)[16][4], const uint32_t (&a)[4], uint64_t db) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" RVQ_REGS64 "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+               : RVQ_ACC32("=f", d, 0), RVQ_ACC32("=f", d, 8)
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(0));
+}
+__device__ __forceinline__ void wgmma64x64r(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db, int scaleD) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" RVQ_REGS32 "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+               : RVQ_ACC32("+f", d, 0)
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scaleD));
+}
+__device__ __forceinline__ void wgmma64x64rz(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" RVQ_REGS32 "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+               : RVQ_ACC32("=f", d, 0)
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(0));
+}
+template <int BN>
+__device__ __forceinline__ void wgmmaTileR(float (&d)[BN / 8][4], const uint32_t (&a)[4], uint64_t db, int scaleD) {
+  if constexpr (BN == 128)
+    wgmma64x128r(d, a, db, scaleD);
+  else
+    wgmma64x64r(d, a, db, scaleD);
+}
+template <int BN>
+__device__ __forceinline__ void wgmmaTileRZ(float (&d)[BN / 8][4], const uint32_t (&a)[4], uint64_t db) {
+  if constexpr (BN == 128)
+    wgmma64x128rz(d, a, db);
+  else
+    wgmma64x64rz(d, a, db);
+}
+
 // wgmmaTile issues the BN-codeword wgmma (BN = 64 or 128) of one k16 step;
 // wgmmaTileZ the first one of a tile (overwrites d).
 template <int BN>
@@ -356,8 +414,17 @@ struct Best {
     b1 = INFINITY;
     b2 = INFINITY;
   }
-  __device__ __forceinline__ void add(float s, int e) {
-    const float sp = __int_as_float((__float_as_int(s) & ~0xFFF) | e);
+  // addAt adds score s of entry e = hi | lo, where hi (the N-tile's and the
+  // lane's part) and lo (the register's part, a constant after unrolling)
+  // have no bit in common and e < 4096: one LOP3 packs s with e, given
+  // hiM = hi | 0xFFFFF000 and loM = lo | 0xFFFFF000 (bitwise: where both
+  // are 1, the score's bit; elsewhere hi | lo).
+  __device__ __forceinline__ void addAt(float s, uint32_t hiM, uint32_t loM) {
+    uint32_t sp;
+    asm("lop3.b32 %0, %1, %2, %3, 0xE6;" : "=r"(sp) : "r"(__float_as_uint(s)), "r"(loM), "r"(hiM));
+    addPacked(__uint_as_float(sp));
+  }
+  __device__ __forceinline__ void addPacked(float sp) {
     b2 = fminf(b2, fmaxf(sp, b1));
     b1 = fminf(b1, sp);
   }
@@ -452,12 +519,46 @@ struct Cfg {
 
 };
 
+// kMaxQ is the most stages a codebook set has (the op's contract).
+constexpr int kMaxQ = 32;
+
+
+// sharedRows is where the fused kernels' fp32 residual rows ([BM][Dp], RS)
+// start in shared memory, after the ring barriers.
+// stageCodes is the fused kernels' [kMaxQ][BM] uint16 table of every stage's
+// code of every row, followed by [kMaxQ][2] ints (each stage's codeword
+// offset and K, see stageMeta): the last region of their shared memory
+// (after the ring barriers and, with RS, the fp32 residual rows; see
+// Encode's launch).
+template <int BM, int S>
+__device__ __forceinline__ float* sharedRows(char* smem, int Dp, int BN, int WN) {
+  return reinterpret_cast<float*>(smem + size_t(BM) * Dp * 2 + size_t(S) * BN * kBK * 2 +
+                                  4 * (S * BN + WN * BM * 3 + 3 * BM) + 16 * S);
+}
+template <int BM, int S>
+__device__ __forceinline__ uint16_t* stageCodes(char* smem, int Dp, int BN, int WN, bool RS) {
+  return reinterpret_cast<uint16_t*>(sharedRows<BM, S>(smem, Dp, BN, WN) + (RS ? size_t(BM) * Dp : 0));
+}
+
+template <int BM, int S>
+__device__ __forceinline__ int* stageMeta(char* smem, int Dp, int BN, int WN, bool RS) {
+  return reinterpret_cast<int*>(stageCodes<BM, S>(smem, Dp, BN, WN, RS) + kMaxQ * BM);
+}
+
+// kGatherBars mbarriers a warp (8 warps at most) follow stageMeta: the AW
+// kernels' writeQuantizedGather's, one a buffer.
+constexpr int kGatherBars = 8;
+template <int BM, int S>
+__device__ __forceinline__ uint32_t gatherBar(char* smem, int Dp, int BN, int WN, bool RS, int warp, int i) {
+  return smemAddr(stageMeta<BM, S>(smem, Dp, BN, WN, RS) + 2 * kMaxQ) + 8 * (warp * kGatherBars + i);
+}
+
 // Cursor walks the flattened (stage, N-tile, k-chunk) sequence of a chain.
 struct Cursor {
   int q, nt, kc;
 };
 
-template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS, bool PW, int AK>
+template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS, bool PW, int AK, bool AR>
 __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, long long row0, char* smem, Pipe& pipe) {
   using C = Cfg<BM, BN, WM, WN, S>;
   constexpr bool AW = AK > 0;  // the asynchronous N-tile pipeline, for Dp = 64 AK
@@ -491,7 +592,9 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   uint64_t* bars = reinterpret_cast<uint64_t*>(sel + BM);               // [2][S] full, empty (bulk path)
   // The fp32 residual rows: in shared memory after the barriers (RS) or the
   // CTA's scratch rows of p.res, [BM][Dp] either way.
-  float* const res = RS ? reinterpret_cast<float*>(bars + 2 * S) : p.res + row0 * Dp;
+  float* const res = RS ? sharedRows<BM, S>(smem, Dp, BN, WN) : p.res + row0 * Dp;
+  // [kMaxQ][BM] every stage's code of every row, for writeQuantizedGather.
+  uint16_t* const codesS = stageCodes<BM, S>(smem, Dp, BN, WN, RS);
 
   // ---- chain start: r = x for the valid rows (0 elsewhere and past D);
   // A = bf16(r); ||r|| (-1 marks a row that is not valid). Thread per
@@ -500,31 +603,51 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   for (int i = tid; i < BM; i += C::kThreads) rnorm2[i] = 0.f;
   cbar();
   // Warp w takes the chunks of rows [w*RW, (w+1)*RW), so that each row's
-  // squared norm is summed by one warp.
+  // squared norm is summed by one warp; kCS chunks a lane are loaded before
+  // any is used (x comes from DRAM: one latency for them all).
   constexpr int RW = BM / C::kWarps;
-  for (int c0 = warp * RW * cpr; c0 < (warp + 1) * RW * cpr; c0 += 32) {
-    const int c = c0 + lane, i = c / cpr, k = c % cpr;
-    const long long row = row0 + i;
-    const bool ok = c < (warp + 1) * RW * cpr && row < p.rows && rowValid(row, p.T, p.lengths);
-    const bool in = c < (warp + 1) * RW * cpr;
-    float v[8];
+  constexpr int kCS = 4;
+  // vec: whole 16-byte-aligned float4 pairs (D a multiple of 8).
+  const bool vec = D % 8 == 0 && (reinterpret_cast<uintptr_t>(p.x) & 15) == 0;
+  for (int c0 = warp * RW * cpr; c0 < (warp + 1) * RW * cpr; c0 += 32 * kCS) {
+    float v[kCS][8];
 #pragma unroll
-    for (int j = 0; j < 8; j++) v[j] = (ok && k * 8 + j < D) ? p.x[row * D + k * 8 + j] : 0.f;
-    if (ok || (RS && in)) {
-      float4* rr = reinterpret_cast<float4*>(res + size_t(i) * Dp) + 2 * k;
-      rr[0] = make_float4(v[0], v[1], v[2], v[3]);
-      rr[1] = make_float4(v[4], v[5], v[6], v[7]);
-    }
-    uint32_t h[4];
-    float ss = 0.f;
+    for (int u = 0; u < kCS; u++) {
+      const int c = c0 + u * 32 + lane, i = c / cpr, k = c % cpr;
+      const long long row = row0 + i;
+      const bool ok = c < (warp + 1) * RW * cpr && row < p.rows && rowValid(row, p.T, p.lengths);
+      if (vec && ok && k * 8 < D) {
+        const float4* src = reinterpret_cast<const float4*>(p.x + row * D + k * 8);
+        const float4 a = __ldg(src), b = __ldg(src + 1);
+        v[u][0] = a.x, v[u][1] = a.y, v[u][2] = a.z, v[u][3] = a.w;
+        v[u][4] = b.x, v[u][5] = b.y, v[u][6] = b.z, v[u][7] = b.w;
+      } else {
 #pragma unroll
-    for (int j = 0; j < 4; j++) {
-      __nv_bfloat162 hb = __floats2bfloat162_rn(v[2 * j], v[2 * j + 1]);
-      h[j] = *reinterpret_cast<uint32_t*>(&hb);
-      ss += v[2 * j] * v[2 * j] + v[2 * j + 1] * v[2 * j + 1];
+        for (int j = 0; j < 8; j++) v[u][j] = (!vec && ok && k * 8 + j < D) ? p.x[row * D + k * 8 + j] : 0.f;
+      }
     }
-    if (in) *reinterpret_cast<uint4*>(sA + aOff<BM>(i, k)) = make_uint4(h[0], h[1], h[2], h[3]);
-    addRowNorm(rnorm2, in ? i : -1, ss, cpr, lane);
+#pragma unroll
+    for (int u = 0; u < kCS; u++) {
+      const int c = c0 + u * 32 + lane, i = c / cpr, k = c % cpr;
+      const long long row = row0 + i;
+      const bool in = c < (warp + 1) * RW * cpr;
+      const bool ok = in && row < p.rows && rowValid(row, p.T, p.lengths);
+      if (ok || (RS && in)) {
+        float4* rr = reinterpret_cast<float4*>(res + size_t(i) * Dp) + 2 * k;
+        rr[0] = make_float4(v[u][0], v[u][1], v[u][2], v[u][3]);
+        rr[1] = make_float4(v[u][4], v[u][5], v[u][6], v[u][7]);
+      }
+      uint32_t h[4];
+      float ss = 0.f;
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        __nv_bfloat162 hb = __floats2bfloat162_rn(v[u][2 * j], v[u][2 * j + 1]);
+        h[j] = *reinterpret_cast<uint32_t*>(&hb);
+        ss += v[u][2 * j] * v[u][2 * j] + v[u][2 * j + 1] * v[u][2 * j + 1];
+      }
+      if (in) *reinterpret_cast<uint4*>(sA + aOff<BM>(i, k)) = make_uint4(h[0], h[1], h[2], h[3]);
+      addRowNorm(rnorm2, in ? i : -1, ss, cpr, lane);
+    }
   }
   cbar();
   for (int i = tid; i < BM; i += C::kThreads) {
@@ -617,17 +740,21 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   // values of hn) to the running minima: s = hn_e - dot, 5 instructions a
   // score.
   auto fold = [&](const float (&acc)[C::MT][C::NT][4], int nt, const float* sh) {
+    // Entry e = nt*BN + wn*(BN/WN) + (lane&3)*2 + n*8 + j: the first three
+    // terms (hi) and n*8 + j (lo, n < NT = BN/WN/8, j < 2) occupy disjoint
+    // bits, so addAt packs each score with one LOP3 (no per-score add).
+    const uint32_t hiM = 0xFFFFF000u | uint32_t(nt * BN + wn * (BN / WN) + (lane & 3) * 2);
 #pragma unroll
     for (int n = 0; n < C::NT; n++) {
       const int col = wn * (BN / WN) + n * 8 + (lane & 3) * 2;
       const float2 h = *reinterpret_cast<const float2*>(sh + col);
-      const int e = nt * BN + col;
+      const uint32_t lo0 = 0xFFFFF000u | uint32_t(n * 8), lo1 = lo0 | 1u;
 #pragma unroll
       for (int m = 0; m < C::MT; m++) {
-        best[m][0][n % kG].add(h.x - acc[m][n][0], e);
-        best[m][0][n % kG].add(h.y - acc[m][n][1], e + 1);
-        best[m][1][n % kG].add(h.x - acc[m][n][2], e);
-        best[m][1][n % kG].add(h.y - acc[m][n][3], e + 1);
+        best[m][0][n % kG].addAt(h.x - acc[m][n][0], hiM, lo0);
+        best[m][0][n % kG].addAt(h.y - acc[m][n][1], hiM, lo1);
+        best[m][1][n % kG].addAt(h.x - acc[m][n][2], hiM, lo0);
+        best[m][1][n % kG].addAt(h.y - acc[m][n][3], hiM, lo1);
       }
     }
   };
@@ -671,6 +798,19 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
         float accB[C::MT][C::NT][4];
         const uint32_t aW = smemAddr(sA) + (warp >> 2) * 64 * 128;
         const uint64_t descA = wgDesc(aW);
+        // AR: the warp's A fragments (its 16 rows, every k16 step) in
+        // registers for the whole stage, loaded once (ldmatrix, mma.sync's
+        // A layout, which wgmma's register A uses too): the tensor cores
+        // then read only B from shared memory.
+        uint32_t aF[AR ? AK : 1][kBK / 16][4];
+        if constexpr (AR) {
+#pragma unroll
+          for (int kc = 0; kc < AK; kc++)
+#pragma unroll
+            for (int ks = 0; ks < kBK / 16; ks++)
+              ldsm4(aBase + kc * (BM * 128) + ((ks * 2 + (lane >> 4)) ^ (lane & 7)) * 16, aF[kc][ks][0], aF[kc][ks][1],
+                    aF[kc][ks][2], aF[kc][ks][3]);
+        }
         // issueTile queues the wgmma of the next N-tile (loads pipe.cons ..
         // pipe.cons + KC - 1) into d, one commit group.
         // issueTile queues the tile's wgmma as one straight run: first the
@@ -696,10 +836,17 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
             const uint64_t db = wgDesc(ringAddr + ((pipe.cons + kc) % S) * C::kSlotB);
 #pragma unroll
             for (int ks = 0; ks < kBK / 16; ks++) {
-              if (kc == 0 && ks == 0)
-                wgmmaTileZ<BN>(d[0], da, db);
-              else
-                wgmmaTile<BN>(d[0], da + 2 * ks, db + 2 * ks, 1);
+              if constexpr (AR) {
+                if (kc == 0 && ks == 0)
+                  wgmmaTileRZ<BN>(d[0], aF[kc][ks], db);
+                else
+                  wgmmaTileR<BN>(d[0], aF[kc][ks], db + 2 * ks, 1);
+              } else {
+                if (kc == 0 && ks == 0)
+                  wgmmaTileZ<BN>(d[0], da, db);
+                else
+                  wgmmaTile<BN>(d[0], da + 2 * ks, db + 2 * ks, 1);
+              }
             }
           }
           wgCommit();
@@ -913,29 +1060,36 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       }
     }
     for (int ii = lane; ii < RW; ii += 32) rnorm2[i0 + ii] = 0.f;
+    // With RS the residual is read from shared memory where it is used, so
+    // only the codeword chunks need registers: twice as many a pass.
+    constexpr int kUp = AW && RS ? 2 * kU : kU;
+    auto loadRes = [&](float (&rv)[8], int i, int k) {
+      const float4* rr = reinterpret_cast<const float4*>(res + size_t(i) * Dp) + 2 * k;
+      float4 a = rr[0], b = rr[1];
+      rv[0] = a.x, rv[1] = a.y, rv[2] = a.z, rv[3] = a.w;
+      rv[4] = b.x, rv[5] = b.y, rv[6] = b.z, rv[7] = b.w;
+    };
     __syncwarp();
-    for (int base = 0; base < RW * cpr; base += 32 * kU) {
-      uint4 cw[kU];
-      float rv[kU][8];
+    for (int base = 0; base < RW * cpr; base += 32 * kUp) {
+      uint4 cw[kUp];
+      float rv[kUp][8];
 #pragma unroll
-      for (int u = 0; u < kU; u++) {
+      for (int u = 0; u < kUp; u++) {
         const int c = base + u * 32 + lane, i = i0 + c / cpr, k = c % cpr;
         if (c < RW * cpr && !(rnorm[i] < 0.f)) {
           int jj = -1 - sel[i];
           jj = (jj < 0 || jj >= K) ? 0 : jj;
           cw[u] = __ldg(reinterpret_cast<const uint4*>(p.words + (size_t(off) + jj) * Dp) + k);
-          const float4* rr = reinterpret_cast<const float4*>(res + size_t(i) * Dp) + 2 * k;
-          float4 a = rr[0], b = rr[1];
-          rv[u][0] = a.x, rv[u][1] = a.y, rv[u][2] = a.z, rv[u][3] = a.w;
-          rv[u][4] = b.x, rv[u][5] = b.y, rv[u][6] = b.z, rv[u][7] = b.w;
+          if constexpr (!RS) loadRes(rv[u], i, k);
         }
       }
 #pragma unroll
-      for (int u = 0; u < kU; u++) {
+      for (int u = 0; u < kUp; u++) {
         const int c = base + u * 32 + lane, i = i0 + c / cpr, k = c % cpr;
         const bool act = c < RW * cpr && !(rnorm[i] < 0.f);
         float ss = 0.f;
         if (act) {
+          if constexpr (RS) loadRes(rv[u], i, k);
           const uint32_t w4[4] = {cw[u].x, cw[u].y, cw[u].z, cw[u].w};
           float r[8];
           uint32_t h[4];
@@ -961,6 +1115,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       if (!(rnorm[i] < 0.f)) {  // valid (NaN from a non-finite x included)
         rnorm[i] = sqrtf(rnorm2[i]);
         p.codes[(row0 + i) * p.Q + q] = -1 - sel[i];
+        if constexpr (AW) codesS[q * BM + i] = static_cast<uint16_t>(-1 - sel[i]);
       }
     }
   }
@@ -1009,6 +1164,92 @@ __device__ __forceinline__ void writeQuantized(const Params& p, long long row0) 
   }
 }
 
+// writeQuantizedGather is writeQuantized for the AW kernels (Dp = 64 AK
+// compiled in), after the chains: warp w sums its own rows, RP at a time,
+// each stage's codeword rows brought by bulk copies into one of NB buffers
+// (sA, then the free ring), NB stages in flight, into the same per-chunk
+// sums in the same order.
+template <int BM, int NTH, int S, int BN, int WN, bool RS, int AK>
+__device__ __forceinline__ void writeQuantizedGather(const Params& p, long long row0, char* smem,
+                                                     const uint16_t* codesS, const int* metaS) {
+#if RVQ_BULK
+  constexpr int Dp = AK * kBK, cpr = Dp / 8, kRowB = Dp * 2, RW = BM / (NTH / 32);
+  constexpr int kPC = 8, RP = 32 * kPC / cpr;  // chunks a lane, rows a pass
+  constexpr int kBufB = BM * kRowB;
+  constexpr int NB = 1 + S * BN * kBK * 2 / kBufB;
+  static_assert(RW % RP == 0 && NB <= kGatherBars, "writeQuantizedGather tiling");
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, i0 = warp * RW;
+  const int Q = static_cast<int>(p.Q), split = static_cast<int>(p.split), D = static_cast<int>(p.D);
+  const bool vec = D % 4 == 0 && (reinterpret_cast<uintptr_t>(p.out) & 15) == 0;
+  auto buf = [&](int b) { return smemAddr(smem) + (b == 0 ? 0 : BM * Dp * 2 + (b - 1) * kBufB); };
+  int g = 0;  // stage loads issued by this warp: buffer g % NB, parity (g / NB) & 1
+  for (int r0 = i0; r0 < i0 + RW; r0 += RP) {
+    const long long rowL = row0 + r0 + (lane % RP);
+    const unsigned valid = __ballot_sync(kFull, lane < RP && rowL < p.rows && rowValid(rowL, p.T, p.lengths));
+    auto issue = [&](int qq, int gg) {
+      const uint32_t bar = gatherBar<BM, S>(smem, Dp, BN, WN, RS, warp, gg % NB);
+      if (lane == 0) mbarExpectTx(bar, __popc(valid) * kRowB);
+      for (int t = lane; t < RP; t += 32)
+        if ((valid >> t) & 1) {
+          int j = codesS[qq * BM + r0 + t];
+          j = j >= metaS[2 * qq + 1] ? 0 : j;  // only after a non-finite x
+          bulkCopy(buf(gg % NB) + (r0 + t) * kRowB, p.words + (size_t(metaS[2 * qq]) + j) * Dp, kRowB, bar);
+        }
+    };
+    proxyFence();  // generic accesses of the buffers before the copies
+    for (int qq = 0; qq < NB && qq < Q; qq++) issue(qq, g + qq);
+    float a[kPC][8], tot[kPC][8];
+#pragma unroll
+    for (int u = 0; u < kPC; u++)
+#pragma unroll
+      for (int v = 0; v < 8; v++) a[u][v] = 0.f;
+    for (int qq = 0; qq < Q; qq++, g++) {
+      mbarWait(gatherBar<BM, S>(smem, Dp, BN, WN, RS, warp, g % NB), (g / NB) & 1);
+#pragma unroll
+      for (int u = 0; u < kPC; u++) {
+        const int c = u * 32 + lane, i = r0 + c / cpr, k = c % cpr;
+        uint4 w;
+        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
+                     : "r"(buf(g % NB) + i * kRowB + k * 16));
+        const uint32_t w4[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+        for (int v = 0; v < 4; v++) {
+          a[u][2 * v] += __uint_as_float(w4[v] << 16);
+          a[u][2 * v + 1] += __uint_as_float(w4[v] & 0xffff0000u);
+        }
+      }
+      if (qq == split - 1) {  // the first chain's sum is complete (split > 0)
+#pragma unroll
+        for (int u = 0; u < kPC; u++)
+#pragma unroll
+          for (int v = 0; v < 8; v++) tot[u][v] = a[u][v], a[u][v] = 0.f;
+      }
+      __syncwarp();  // every lane read the buffer before it is refilled
+      proxyFence();
+      if (qq + NB < Q) issue(qq + NB, g + NB);
+    }
+#pragma unroll
+    for (int u = 0; u < kPC; u++) {
+      const int c = u * 32 + lane, i = r0 + c / cpr, k = c % cpr;
+      if (!((valid >> (i - r0)) & 1)) continue;
+      float o8[8];
+#pragma unroll
+      for (int v = 0; v < 8; v++) o8[v] = split > 0 ? tot[u][v] + a[u][v] : a[u][v];
+      float* o = p.out + (row0 + i) * D + k * 8;
+      if (vec && k * 8 + 8 <= D) {
+        reinterpret_cast<float4*>(o)[0] = make_float4(o8[0], o8[1], o8[2], o8[3]);
+        reinterpret_cast<float4*>(o)[1] = make_float4(o8[4], o8[5], o8[6], o8[7]);
+      } else {
+#pragma unroll
+        for (int v = 0; v < 8; v++)
+          if (k * 8 + v < D) o[v] = o8[v];
+      }
+    }
+  }
+#endif
+}
+
 // writePadding gives the CTA's padding rows code -1 and quantized 0.
 __device__ __forceinline__ void writePadding(const Params& p, long long row0, int BM, int nth) {
   for (int i = threadIdx.x >> 5; i < BM; i += nth >> 5) {
@@ -1054,7 +1295,7 @@ __device__ __forceinline__ void produceAll(const Params& p, char* smem) {
 #endif
 }
 
-template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS, bool PW, int AK>
+template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS, bool PW, int AK, bool AR = false>
 __device__ __forceinline__ void encode(const Params& p) {
   using C = Cfg<BM, BN, WM, WN, S>;
   constexpr bool AW = AK > 0;
@@ -1071,11 +1312,15 @@ __device__ __forceinline__ void encode(const Params& p) {
     const uint32_t fullA = smemAddr(rvqSmem + size_t(BM) * Dp * 2 + size_t(S) * C::kSlotB) +
                            4 * (S * BN + WN * BM * 3 + 3 * BM),
                    emptyA = fullA + 8 * S;
-    if (threadIdx.x == 0)
+    if (threadIdx.x == 0) {
       for (int s = 0; s < S; s++) {
         mbarInit(fullA + 8 * s, 1);
         mbarInit(emptyA + 8 * s, C::kWarps);
       }
+      if constexpr (AW)
+        for (int b = 0; b < C::kWarps * kGatherBars; b++)
+          mbarInit(gatherBar<BM, S>(rvqSmem, Dp, BN, WN, RS, 0, b), 1);
+    }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     __syncthreads();
   }
@@ -1099,13 +1344,25 @@ __device__ __forceinline__ void encode(const Params& p) {
 #endif
   writePadding(p, row0, BM, C::kThreads);
   int split = static_cast<int>(p.split), Q = static_cast<int>(p.Q);
+  // Read by writeQuantizedGather only, after the chains' barriers.
+  int* const metaS = stageMeta<BM, S>(rvqSmem, static_cast<int>(p.Dp), BN, WN, RS);
+  if constexpr (AW)
+    for (int i = threadIdx.x; i < 2 * Q; i += C::kThreads) metaS[i] = p.meta[(i >> 1) * 4 + (i & 1)];
   Pipe pipe;
-  if (split == 0) {
-    encodeChain<BM, BN, WM, WN, S, WG, B, RS, PW, AK>(p, 0, Q, row0, rvqSmem, pipe);
-  } else {
-    encodeChain<BM, BN, WM, WN, S, WG, B, RS, PW, AK>(p, 0, split, row0, rvqSmem, pipe);
-    encodeChain<BM, BN, WM, WN, S, WG, B, RS, PW, AK>(p, split, Q, row0, rvqSmem, pipe);
+  // One or two chains (a split), through one copy of encodeChain: the
+  // kernel's code is large and instruction-cache misses cost.
+  for (int ch = 0; ch < (split > 0 ? 2 : 1); ch++)
+    encodeChain<BM, BN, WM, WN, S, WG, B, RS, PW, AK, AR>(p, ch == 0 ? 0 : split, ch == 0 && split > 0 ? split : Q, row0,
+                                                          rvqSmem, pipe);
+  // encodeChain ended with a compute-thread barrier: every stage's codes
+  // are in codesS.
+#if RVQ_HAVE_WGMMA && RVQ_BULK
+  if constexpr (AW) {
+    writeQuantizedGather<BM, C::kThreads, S, BN, WN, RS, AK>(
+        p, row0, rvqSmem, stageCodes<BM, S>(rvqSmem, static_cast<int>(p.Dp), BN, WN, RS), metaS);
+    return;
   }
+#endif
   writeQuantized<BM, C::kThreads>(p, row0);
 }
 
@@ -1124,6 +1381,11 @@ __device__ __forceinline__ void encode(const Params& p) {
   extern "C" __global__ void __launch_bounds__(WM * WN * 32 + (AK > 0 ? 128 : PW ? 32 : 0), MINB)                \
       name(RVQ_ENCODE_ARGS) {                                                                                   \
     rvqk::encode<BM, BN, WM, WN, S, WG, rvqk::B, RS, PW, AK>(RVQ_PARAMS);                                     \
+  }
+// RVQ_VARIANT_AR: the same with the A operand in registers (a suffix).
+#define RVQ_VARIANT_AR(name, BM, BN, WM, WN, S, MINB, WG, B, RS, PW, AK)                                      \
+  extern "C" __global__ void __launch_bounds__(WM * WN * 32 + 128, MINB) name(RVQ_ENCODE_ARGS) {             \
+    rvqk::encode<BM, BN, WM, WN, S, WG, rvqk::B, RS, PW, AK, true>(RVQ_PARAMS);                               \
   }
 // name: m<BM> n<BN> w<WM><WN> (warps) s<ring depth>, p: packed running
 // minimum (all), r: fp32 residual in shared memory, x2: two CTAs an SM,
@@ -1155,10 +1417,11 @@ RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, Best, false,
 RVQ_VARIANT(rvq_encode_wa_m128n128s6pw_d128, 128, 128, 8, 1, 6, 1, true, Best, false, true, 2)
 RVQ_VARIANT(rvq_encode_wa_m128n128s8pw_d128, 128, 128, 8, 1, 8, 1, true, Best, false, true, 2)
 RVQ_VARIANT(rvq_encode_wa_m128n128s6pwr_d128, 128, 128, 8, 1, 6, 1, true, Best, true, true, 2)
-RVQ_VARIANT(rvq_encode_wa_m128n128s8pw_d256, 128, 128, 8, 1, 8, 1, true, Best, false, true, 4)
 // N-tiles of 64 codewords (wgmma m64n64k16): half the ring bytes a tile, so
 // that D = 256 keeps two tiles in flight and two more loading.
 RVQ_VARIANT(rvq_encode_wa_m128n64s16pw_d256, 128, 64, 8, 1, 16, 1, true, Best, false, true, 4)
+RVQ_VARIANT_AR(rvq_encode_wa_m128n128s6pwra_d128, 128, 128, 8, 1, 6, 1, true, Best, true, true, 2)
+RVQ_VARIANT_AR(rvq_encode_wa_m128n64s16pwa_d256, 128, 64, 8, 1, 16, 1, true, Best, false, true, 4)
 
 // rvq_small_score: stage q of the small-batch path. Grid (ceil(K/256),
 // nrows), block 256: thread e scores entry e exactly (CPU formula) for the

@@ -92,14 +92,16 @@ func (v variant) threads() int {
 
 // shared is its dynamic shared memory for rows of dp values: the bf16 A
 // tile, the ring (codewords and hn), the per-warp partial minima, three
-// per-row words, the ring's two mbarriers a slot and, with rs, the fp32
-// residual rows.
+// per-row words, the ring's two mbarriers a slot, with rs the fp32
+// residual rows, every stage's uint16 code of every row, every stage's
+// (codeword offset, K) and 8 gather mbarriers a warp (kernels/rvq.cu's
+// stageCodes, stageMeta, gatherBar).
 func (v variant) shared(dp int) int {
 	n := v.bm*dp*2 + v.stage*(v.bn*dimAlign*2+v.bn*4) + v.wn*v.bm*12 + v.bm*12 + v.stage*16
 	if v.rs {
 		n += v.bm * dp * 4
 	}
-	return n
+	return n + v.bm*MaxStages*2 + MaxStages*8 + 8*8*8
 }
 
 // variants in order of preference after the preferred ones: Encode takes the
@@ -128,8 +130,10 @@ var variants = []variant{
 	{"rvq_encode_wa_m128n128s6pw_d128", 128, 128, 8, 1, 6, false, true, 128},
 	{"rvq_encode_wa_m128n128s8pw_d128", 128, 128, 8, 1, 8, false, true, 128},
 	{"rvq_encode_wa_m128n128s6pwr_d128", 128, 128, 8, 1, 6, true, true, 128},
-	{"rvq_encode_wa_m128n128s8pw_d256", 128, 128, 8, 1, 8, false, true, 256},
 	{"rvq_encode_wa_m128n64s16pw_d256", 128, 64, 8, 1, 16, false, true, 256},
+	// a: the A operand (the bf16 residual) in registers for the stage.
+	{"rvq_encode_wa_m128n128s6pwra_d128", 128, 128, 8, 1, 6, true, true, 128},
+	{"rvq_encode_wa_m128n64s16pwa_d256", 128, 64, 8, 1, 16, false, true, 256},
 }
 
 // fits returns why variant v cannot encode rows of d values (dp padded) on
@@ -353,9 +357,9 @@ var preferred = []struct {
 	maxDp int
 	names []string
 }{
-	{128, []string{"rvq_encode_wa_m128n128s6pw_d128", "rvq_encode_wa_m128n128s6pwr_d128", "rvq_encode_wa_m128n128s8pw_d128",
+	{128, []string{"rvq_encode_wa_m128n128s6pwra_d128", "rvq_encode_wa_m128n128s6pwr_d128", "rvq_encode_wa_m128n128s6pw_d128", "rvq_encode_wa_m128n128s8pw_d128",
 		"rvq_encode_wg_m128n128s3pwx2", "rvq_encode_wg_m128n128s3px2", "rvq_encode_wg_m192n128s4pw"}},
-	{256, []string{"rvq_encode_wa_m128n64s16pw_d256", "rvq_encode_wg_m256n128s3p", "rvq_encode_wg_m192n128s4pw"}},
+	{256, []string{"rvq_encode_wa_m128n64s16pwa_d256", "rvq_encode_wa_m128n64s16pw_d256", "rvq_encode_wg_m256n128s3p", "rvq_encode_wg_m192n128s4pw"}},
 	{1024, []string{"rvq_encode_wg_m256n128s3p", "rvq_encode_wg_m192n128s4pw"}},
 }
 
