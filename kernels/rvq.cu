@@ -141,7 +141,6 @@ constexpr int kBK = 64;        // k-chunk (dimensions) of one ring slot
 constexpr int kU = 4;          // update: 16-byte chunks in flight per lane
 constexpr unsigned kFull = 0xffffffffu;
 
-
 __device__ __forceinline__ bool rowValid(long long row, long long T, const int* lengths) {
   if (lengths == nullptr) return true;
   long long b = row / T, t = row - b * T;
@@ -522,14 +521,13 @@ struct Cfg {
 // kMaxQ is the most stages a codebook set has (the op's contract).
 constexpr int kMaxQ = 32;
 
-
-// sharedRows is where the fused kernels' fp32 residual rows ([BM][Dp], RS)
-// start in shared memory, after the ring barriers.
-// stageCodes is the fused kernels' [kMaxQ][BM] uint16 table of every stage's
-// code of every row, followed by [kMaxQ][2] ints (each stage's codeword
-// offset and K, see stageMeta): the last region of their shared memory
-// (after the ring barriers and, with RS, the fp32 residual rows; see
-// Encode's launch).
+// The fused kernels' shared memory after their ring barriers (the layout
+// of encodeChain's first lines; op_cuda.go's variant.shared sizes it):
+// sharedRows, the fp32 residual rows ([BM][Dp], RS only); stageCodes, the
+// [kMaxQ][BM] uint16 table of every stage's code of every row; stageMeta,
+// [kMaxQ][2] ints (each stage's codeword offset and K); gatherBar, the
+// writeQuantizedGather mbarriers. The last three are used by the AW
+// kernels only.
 template <int BM, int S>
 __device__ __forceinline__ float* sharedRows(char* smem, int Dp, int BN, int WN) {
   return reinterpret_cast<float*>(smem + size_t(BM) * Dp * 2 + size_t(S) * BN * kBK * 2 +
@@ -545,8 +543,7 @@ __device__ __forceinline__ int* stageMeta(char* smem, int Dp, int BN, int WN, bo
   return reinterpret_cast<int*>(stageCodes<BM, S>(smem, Dp, BN, WN, RS) + kMaxQ * BM);
 }
 
-// kGatherBars mbarriers a warp (8 warps at most) follow stageMeta: the AW
-// kernels' writeQuantizedGather's, one a buffer.
+// kGatherBars mbarriers a warp (8 warps at most), one a buffer.
 constexpr int kGatherBars = 8;
 template <int BM, int S>
 __device__ __forceinline__ uint32_t gatherBar(char* smem, int Dp, int BN, int WN, bool RS, int warp, int i) {
@@ -811,8 +808,6 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
               ldsm4(aBase + kc * (BM * 128) + ((ks * 2 + (lane >> 4)) ^ (lane & 7)) * 16, aF[kc][ks][0], aF[kc][ks][1],
                     aF[kc][ks][2], aF[kc][ks][3]);
         }
-        // issueTile queues the wgmma of the next N-tile (loads pipe.cons ..
-        // pipe.cons + KC - 1) into d, one commit group.
         // issueTile queues the tile's wgmma as one straight run: first the
         // AK k-chunks' full barriers, then one fence, the AK x 4 wgmma (the
         // first overwrites d: wgmmaTileZ, so d is dead from the last fold
@@ -1389,7 +1384,8 @@ __device__ __forceinline__ void encode(const Params& p) {
   }
 // name: m<BM> n<BN> w<WM><WN> (warps) s<ring depth>, p: packed running
 // minimum (all), r: fp32 residual in shared memory, x2: two CTAs an SM,
-// w: a producer warp (one more warp in the block) streams the ring.
+// w: a producer warp (one more warp in the block) streams the ring, a: the
+// A operand in registers.
 RVQ_VARIANT(rvq_encode_m128n128w24s4p, 128, 128, 2, 4, 4, 1, false, Best, false, false, 0)
 RVQ_VARIANT(rvq_encode_m128n128w24s4pr, 128, 128, 2, 4, 4, 1, false, Best, true, false, 0)
 RVQ_VARIANT(rvq_encode_m128n256w24s3p, 128, 256, 2, 4, 3, 1, false, Best, false, false, 0)
