@@ -352,27 +352,20 @@ type ctcWarpShape struct{ ki, block, frames int }
 // (ceil(S/192) warps, at most 12 unless no K covers S with 12, and the
 // smallest K that covers S with them: on the H200 (cuda8-6), 4 warps of 6
 // states for S = 601 and 12 of 16 for S = 6001 were the fastest measured);
-// ok is false
-// when no kernel covers S or the emission rows of even one frame do not fit
-// shared memory (dpx_ctc_align takes the call then).
+// ok is false when no kernel covers S or the emission rows of even one
+// frame do not fit shared memory (dpx_ctc_align takes the call then).
 func (o *alignCUDA) ctcWarpLaunch(S, C int) (sh ctcWarpShape, ok bool) {
 	warps, last := min((S+32*ctcWarpTarget-1)/(32*ctcWarpTarget), ctcWarpMaxWarps), 32
 	if ctcWarps > 0 {
 		warps, last = ctcWarps, ctcWarps
 	}
 	// More warps when no kernel's K (within its launch bound) covers S.
-	for sh.ki = -1; sh.ki < 0 && warps <= last; warps++ {
-		for i, k := range ctcWarpK {
-			if k*32*warps >= S && ctcWarpBound[i] >= 32*warps && (ctcForceK <= 0 || k == ctcForceK) {
-				sh.ki = i
-				break
-			}
-		}
+	for sh.ki = ctcWarpKernel(S, warps); sh.ki < 0 && warps < last; sh.ki = ctcWarpKernel(S, warps) {
+		warps++
 	}
 	if sh.ki < 0 {
 		return sh, false
 	}
-	warps--
 	sh.block = 32 * warps
 	sh.frames = ctcWarpFrames
 	for sh.frames > 1 && ctcWarpShared(S, C, sh.frames, ctcWarpK[sh.ki]) > o.shared {
@@ -382,6 +375,18 @@ func (o *alignCUDA) ctcWarpLaunch(S, C int) (sh ctcWarpShape, ok bool) {
 		sh.frames = ctcFrames
 	}
 	return sh, ctcWarpShared(S, C, sh.frames, ctcWarpK[sh.ki]) <= o.shared
+}
+
+// ctcWarpKernel is the index in ctcWarpK of the smallest K whose kernel
+// covers S states with warps warps within its launch bound (and is
+// ctcForceK when that is set), or -1.
+func ctcWarpKernel(S, warps int) int {
+	for i, k := range ctcWarpK {
+		if k*32*warps >= S && ctcWarpBound[i] >= 32*warps && (ctcForceK <= 0 || k == ctcForceK) {
+			return i
+		}
+	}
+	return -1
 }
 
 // targetsOf validates item b's targets as the CPU Aligner does (trailing -1
