@@ -65,6 +65,10 @@
 //     CPU's operation) to all its rows with 16-byte codeword chunks, kU per
 //     lane in flight, writing r to its residual rows and bf16(r) to the A
 //     tile, ||r||^2 by shared-memory atomics; lane-parallel code stores.
+//     (The AW kernels, whose row width is compiled in, issue a pass's
+//     loads without branches and sum ||r||^2 by one reduce-scatter of
+//     shuffles, rowSums: the stage end is a latency chain, not a
+//     throughput one.)
 //   * quantized is written once at the end from the codes (writeQuantized):
 //     each chain's codewords summed in stage order from +0, the second
 //     chain's sum added to the first's, as the CPU does.
@@ -451,6 +455,36 @@ __device__ __forceinline__ void addRowNorm(float* rnorm2, int i, float ss, int c
   }
 }
 
+// rowSums reduce-scatters N per-lane partial sums over segments of SEG
+// lanes (N <= SEG, both powers of two): v[u] is this lane's part of row
+// group u; each halving round keeps half of the groups and adds the
+// partner's half, the last rounds add whole sums. A lane returns the whole
+// segment's sum of group u (set here); the SEG/N lanes of a segment whose
+// low bits differ hold the same one. log2(SEG) rounds of N - 1 +
+// log2(SEG/N) shuffles in all, instead of N log2(SEG) for N plain sums.
+template <int N, int SEG>
+__device__ __forceinline__ float rowSums(float (&v)[N], int lane, int& u) {
+  static_assert(N <= SEG && SEG <= 32 && (N & (N - 1)) == 0 && (SEG & (SEG - 1)) == 0, "rowSums shape");
+  u = 0;
+#pragma unroll
+  for (int o = SEG / 2, n = N; o >= 1; o >>= 1) {
+    if (n > 1) {
+      const int h = n / 2;
+      const bool up = (lane & o) != 0;
+#pragma unroll
+      for (int j = 0; j < h; j++) {
+        const float send = up ? v[j] : v[j + h], keep = up ? v[j + h] : v[j];
+        v[j] = keep + __shfl_xor_sync(kFull, send, o);
+      }
+      if (up) u += h;
+      n = h;
+    } else {
+      v[0] += __shfl_xor_sync(kFull, v[0], o);
+    }
+  }
+  return v[0];
+}
+
 // exactScore is the CPU's score of codeword w (bf16 [D]) for residual r:
 // hn - dot, dot summed with fmaf over d = 0..D-1 from +0.
 __device__ __forceinline__ float exactScore(const float* r, const uint16_t* w, int D, float hn) {
@@ -579,6 +613,11 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   // a constant row width there, so the update's index math folds.
   constexpr bool kFixedDp = AW && WG && RVQ_HAVE_WGMMA && RVQ_BULK;
   const int Dp = kFixedDp ? AK * kBK : static_cast<int>(p.Dp), D = static_cast<int>(p.D), KC = Dp / kBK;
+  // kWhole (those fixed widths, cpr = 16 or 32 chunks a row): each group
+  // of 32 consecutive chunks is whole rows, which the chain start and the
+  // update use to sum row norms without shared-memory partials.
+  constexpr bool kWhole = kFixedDp && (AK == 2 || AK == 4);
+  constexpr int kSeg = AK == 2 ? 16 : 32;  // kWhole: a row's chunks (lanes)
   char* sA = smem;
   char* ring = sA + size_t(BM) * Dp * 2;
   float* hnRing = reinterpret_cast<float*>(ring + size_t(S) * C::kSlotB);  // [S][BN]
@@ -603,11 +642,11 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   // squared norm is summed by one warp; kCS chunks a lane are loaded before
   // any is used (x comes from DRAM: one latency for them all).
   constexpr int RW = BM / C::kWarps;
-  constexpr int kCS = 4;
+  constexpr int kCS = kWhole ? 8 : 4;
   // vec: whole 16-byte-aligned float4 pairs (D a multiple of 8).
   const bool vec = D % 8 == 0 && (reinterpret_cast<uintptr_t>(p.x) & 15) == 0;
   for (int c0 = warp * RW * cpr; c0 < (warp + 1) * RW * cpr; c0 += 32 * kCS) {
-    float v[kCS][8];
+    float v[kCS][8], ss[kCS];
 #pragma unroll
     for (int u = 0; u < kCS; u++) {
       const int c = c0 + u * 32 + lane, i = c / cpr, k = c % cpr;
@@ -635,15 +674,20 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
         rr[1] = make_float4(v[u][4], v[u][5], v[u][6], v[u][7]);
       }
       uint32_t h[4];
-      float ss = 0.f;
+      ss[u] = 0.f;
 #pragma unroll
       for (int j = 0; j < 4; j++) {
         __nv_bfloat162 hb = __floats2bfloat162_rn(v[u][2 * j], v[u][2 * j + 1]);
         h[j] = *reinterpret_cast<uint32_t*>(&hb);
-        ss += v[u][2 * j] * v[u][2 * j] + v[u][2 * j + 1] * v[u][2 * j + 1];
+        ss[u] += v[u][2 * j] * v[u][2 * j] + v[u][2 * j + 1] * v[u][2 * j + 1];
       }
       if (in) *reinterpret_cast<uint4*>(sA + aOff<BM>(i, k)) = make_uint4(h[0], h[1], h[2], h[3]);
-      addRowNorm(rnorm2, in ? i : -1, ss, cpr, lane);
+      if constexpr (!kWhole) addRowNorm(rnorm2, in ? i : -1, ss[u], cpr, lane);
+    }
+    if constexpr (kWhole) {
+      int u;
+      const float s2 = rowSums<kCS, kSeg>(ss, lane, u);
+      if (lane % (kSeg / kCS) == 0) rnorm2[(c0 + u * 32 + lane) / cpr] = s2;
     }
   }
   cbar();
@@ -1054,10 +1098,15 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
         if (p.stats) atomicAdd(p.stats, 1);
       }
     }
-    for (int ii = lane; ii < RW; ii += 32) rnorm2[i0 + ii] = 0.f;
-    // With RS the residual is read from shared memory where it is used, so
-    // only the codeword chunks need registers: twice as many a pass.
+    // With kWhole a pass's row norms come out of one reduce-scatter of its
+    // sums (rowSums: a lane ends with one row's ||r||^2) and rnorm is
+    // written there, one sqrt a lane; and the chunks' loads take no branch
+    // (a row that is not valid reads row 0, which every CTA has, and
+    // stores nothing), so that the loads of a pass are all in flight
+    // before the first is used.
     constexpr int kUp = AW && RS ? 2 * kU : kU;
+    if constexpr (!kWhole)
+      for (int ii = lane; ii < RW; ii += 32) rnorm2[i0 + ii] = 0.f;
     auto loadRes = [&](float (&rv)[8], int i, int k) {
       const float4* rr = reinterpret_cast<const float4*>(res + size_t(i) * Dp) + 2 * k;
       float4 a = rr[0], b = rr[1];
@@ -1067,48 +1116,61 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     __syncwarp();
     for (int base = 0; base < RW * cpr; base += 32 * kUp) {
       uint4 cw[kUp];
-      float rv[kUp][8];
+      float rv[kUp][8], ss[kUp];
+      bool act[kUp];
 #pragma unroll
       for (int u = 0; u < kUp; u++) {
         const int c = base + u * 32 + lane, i = i0 + c / cpr, k = c % cpr;
-        if (c < RW * cpr && !(rnorm[i] < 0.f)) {
-          int jj = -1 - sel[i];
+        act[u] = c < RW * cpr && !(rnorm[i] < 0.f);
+        if (kWhole || act[u]) {
+          const int il = act[u] ? i : 0;
+          int jj = -1 - sel[il];
           jj = (jj < 0 || jj >= K) ? 0 : jj;
           cw[u] = __ldg(reinterpret_cast<const uint4*>(p.words + (size_t(off) + jj) * Dp) + k);
-          if constexpr (!RS) loadRes(rv[u], i, k);
+          if constexpr (!RS) loadRes(rv[u], il, k);
         }
       }
 #pragma unroll
       for (int u = 0; u < kUp; u++) {
         const int c = base + u * 32 + lane, i = i0 + c / cpr, k = c % cpr;
-        const bool act = c < RW * cpr && !(rnorm[i] < 0.f);
-        float ss = 0.f;
-        if (act) {
-          if constexpr (RS) loadRes(rv[u], i, k);
+        ss[u] = 0.f;
+        if (kWhole || act[u]) {
+          // With RS the residual is read here, from shared memory, so that
+          // only the codeword chunks hold registers while the loads fly.
+          if constexpr (RS) loadRes(rv[u], act[u] ? i : 0, k);
           const uint32_t w4[4] = {cw[u].x, cw[u].y, cw[u].z, cw[u].w};
-          float r[8];
+          float r[8], s2[4];
           uint32_t h[4];
 #pragma unroll
           for (int v = 0; v < 4; v++) {
             r[2 * v] = rv[u][2 * v] - __uint_as_float(w4[v] << 16);
             r[2 * v + 1] = rv[u][2 * v + 1] - __uint_as_float(w4[v] & 0xffff0000u);
-            ss += r[2 * v] * r[2 * v] + r[2 * v + 1] * r[2 * v + 1];
+            s2[v] = r[2 * v] * r[2 * v] + r[2 * v + 1] * r[2 * v + 1];
             __nv_bfloat162 hb = __floats2bfloat162_rn(r[2 * v], r[2 * v + 1]);
             h[v] = *reinterpret_cast<uint32_t*>(&hb);
           }
-          float4* rr = reinterpret_cast<float4*>(res + size_t(i) * Dp) + 2 * k;
-          rr[0] = make_float4(r[0], r[1], r[2], r[3]);
-          rr[1] = make_float4(r[4], r[5], r[6], r[7]);
-          *reinterpret_cast<uint4*>(sA + aOff<BM>(i, k)) = make_uint4(h[0], h[1], h[2], h[3]);
+          if (act[u]) {
+            ss[u] = (s2[0] + s2[1]) + (s2[2] + s2[3]);
+            float4* rr = reinterpret_cast<float4*>(res + size_t(i) * Dp) + 2 * k;
+            rr[0] = make_float4(r[0], r[1], r[2], r[3]);
+            rr[1] = make_float4(r[4], r[5], r[6], r[7]);
+            *reinterpret_cast<uint4*>(sA + aOff<BM>(i, k)) = make_uint4(h[0], h[1], h[2], h[3]);
+          }
         }
-        addRowNorm(rnorm2, act ? i : -1, ss, cpr, lane);
+        if constexpr (!kWhole) addRowNorm(rnorm2, act[u] ? i : -1, ss[u], cpr, lane);
+      }
+      if constexpr (kWhole) {
+        int u;
+        const float s2 = rowSums<kUp, kSeg>(ss, lane, u);
+        const int c = base + u * 32 + lane, i = i0 + c / cpr;
+        if (lane % (kSeg / kUp) == 0 && !(rnorm[i] < 0.f)) rnorm[i] = sqrtf(s2);
       }
     }
     __syncwarp();
     for (int ii = lane; ii < RW; ii += 32) {
       const int i = i0 + ii;
       if (!(rnorm[i] < 0.f)) {  // valid (NaN from a non-finite x included)
-        rnorm[i] = sqrtf(rnorm2[i]);
+        if constexpr (!kWhole) rnorm[i] = sqrtf(rnorm2[i]);
         p.codes[(row0 + i) * p.Q + q] = -1 - sel[i];
         if constexpr (AW) codesS[q * BM + i] = static_cast<uint16_t>(-1 - sel[i]);
       }

@@ -151,9 +151,10 @@ func TestCUDAEncodeMatchesCPU(t *testing.T) {
 }
 
 // TestCUDAVariants runs every fused variant that fits the device at D = 128
-// and D = 256 on a ragged, split batch whose stages have even and odd
-// numbers of 128-entry N-tiles (6, 5, 2, 8, 1, 6: both ends of the wa
-// variants' two-accumulator pipeline).
+// and D = 256 on a ragged batch whose stages have even and odd numbers of
+// 128-entry N-tiles (6, 5, 2, 8, 1, 6: both ends of the wa variants'
+// two-accumulator pipeline), as one chain (the wa kernels sum quantized in
+// their updates) and split (they gather it after the chains).
 func TestCUDAVariants(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	sizes := []int{700, 600, 129, 1000, 64, 700}
@@ -162,33 +163,35 @@ func TestCUDAVariants(t *testing.T) {
 		for q, k := range sizes {
 			books[q] = books[q][:k*d]
 		}
-		c, err := NewCodebooksBF16(d, books...)
-		require.NoError(t, err)
-		c, err = c.WithSplit(2)
-		require.NoError(t, err)
-		bt := Batch{B: 3, T: 333, Lengths: []int{333, 0, 201}}
-		wantC, wantQ := cpuEncode(t, c, x, bt)
-		for _, v := range variants {
-			t.Run(fmt.Sprintf("D%d/%s", d, v.name), func(t *testing.T) {
-				k, err := loadKernels(cudatest.Backend(t))
-				require.NoError(t, err)
-				require.NotNil(t, k.fused[v.name], "variant %s is missing from the loaded fatbin", v.name)
-				if err := k.fits(v, d, d); err != nil {
-					// too large for this device, or an aw pipeline compiled for
-					// another width:
-					// Encode refuses it by name
-					be := cudatest.Backend(t)
-					dc, err := NewDeviceCodebooks(be, c)
+		for _, split := range []int{0, 2} {
+			c, err := NewCodebooksBF16(d, books...)
+			require.NoError(t, err)
+			c, err = c.WithSplit(split)
+			require.NoError(t, err)
+			bt := Batch{B: 3, T: 333, Lengths: []int{333, 0, 201}}
+			wantC, wantQ := cpuEncode(t, c, x, bt)
+			for _, v := range variants {
+				t.Run(fmt.Sprintf("D%d/split%d/%s", d, split, v.name), func(t *testing.T) {
+					k, err := loadKernels(cudatest.Backend(t))
 					require.NoError(t, err)
-					defer dc.Free()
-					dc.variant = v.name
-					n := bt.B * bt.T
-					assert.ErrorContains(t, dc.Encode(devF32(t, be, x), bt, devOut(t, be, n*c.NumStages()), devOut(t, be, n*d)), v.name)
-					return
-				}
-				gotC, gotQ, _ := gpuEncode(t, c, x, bt, "fused", v.name)
-				requireSame(t, wantC, gotC, wantQ, gotQ, c.NumStages())
-			})
+					require.NotNil(t, k.fused[v.name], "variant %s is missing from the loaded fatbin", v.name)
+					if err := k.fits(v, d, d); err != nil {
+						// too large for this device, or an aw pipeline compiled for
+						// another width:
+						// Encode refuses it by name
+						be := cudatest.Backend(t)
+						dc, err := NewDeviceCodebooks(be, c)
+						require.NoError(t, err)
+						defer dc.Free()
+						dc.variant = v.name
+						n := bt.B * bt.T
+						assert.ErrorContains(t, dc.Encode(devF32(t, be, x), bt, devOut(t, be, n*c.NumStages()), devOut(t, be, n*d)), v.name)
+						return
+					}
+					gotC, gotQ, _ := gpuEncode(t, c, x, bt, "fused", v.name)
+					requireSame(t, wantC, gotC, wantQ, gotQ, c.NumStages())
+				})
+			}
 		}
 	}
 }
