@@ -75,9 +75,9 @@
 //
 // Shared memory: BM*Dp*2 (A) + S*(BN*64*2 + BN*4) (ring) + WN*BM*12
 // (partials) + BM*12 (||r||, ||r||^2, decisions) + 16*S (ring barriers)
-// [+ BM*Dp*4 (residual)] + kMaxQ*BM*2 + kMaxQ*8 + 512 (codes, stage table
-// and gather barriers of the AW kernels); e.g. 114 KiB for m128n128s4 at
-// D = 128, 178 KiB with the residual.
+// [+ BM*Dp*4 (residual)] [+ kMaxQ*BM*2 + kMaxQ*8 + 512 (codes, stage
+// table and gather barriers: the AW kernels only)]; e.g. 106 KiB for
+// m128n128w24s4p at D = 128, 170 KiB with the residual (..s4pr).
 // Registers: MT*NT*4 accumulators + 4*MT + 2*NT fragment registers + 2 or 3
 // per running minimum (2*MT rows a thread); ptxas -v figures are in the
 // fatbin's ptxas.log (see docs/bench/rvq_gpu.md).
@@ -835,97 +835,95 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       // while the warps fold tile nt's scores (wgmma.wait_group 1). A tile
       // holds its AK ring slots from its wgmma until its fold (hn rides in
       // them), so the next tile's loads need S >= 2 AK (static_assert).
-      {
-        float accB[C::MT][C::NT][4];
-        const uint32_t aW = smemAddr(sA) + (warp >> 2) * 64 * 128;
-        const uint64_t descA = wgDesc(aW);
-        // AR: the warp's A fragments (its 16 rows, every k16 step) in
-        // registers for the whole stage, loaded once (ldmatrix, mma.sync's
-        // A layout, which wgmma's register A uses too): the tensor cores
-        // then read only B from shared memory.
-        uint32_t aF[AR ? AK : 1][kBK / 16][4];
-        if constexpr (AR) {
+      float accB[C::MT][C::NT][4];
+      const uint32_t aW = smemAddr(sA) + (warp >> 2) * 64 * 128;
+      const uint64_t descA = wgDesc(aW);
+      // AR: the warp's A fragments (its 16 rows, every k16 step) in
+      // registers for the whole stage, loaded once (ldmatrix, mma.sync's
+      // A layout, which wgmma's register A uses too): the tensor cores
+      // then read only B from shared memory.
+      uint32_t aF[AR ? AK : 1][kBK / 16][4];
+      if constexpr (AR) {
 #pragma unroll
-          for (int kc = 0; kc < AK; kc++)
+        for (int kc = 0; kc < AK; kc++)
 #pragma unroll
-            for (int ks = 0; ks < kBK / 16; ks++)
-              ldsm4(aBase + kc * (BM * 128) + ((ks * 2 + (lane >> 4)) ^ (lane & 7)) * 16, aF[kc][ks][0], aF[kc][ks][1],
-                    aF[kc][ks][2], aF[kc][ks][3]);
+          for (int ks = 0; ks < kBK / 16; ks++)
+            ldsm4(aBase + kc * (BM * 128) + ((ks * 2 + (lane >> 4)) ^ (lane & 7)) * 16, aF[kc][ks][0], aF[kc][ks][1],
+                  aF[kc][ks][2], aF[kc][ks][3]);
+      }
+      // issueTile queues the tile's wgmma as one straight run: first the
+      // AK k-chunks' full barriers, then one fence, the AK x 4 wgmma (the
+      // first overwrites d: wgmmaTileZ, so d is dead from the last fold
+      // until here) and one commit. No branch between the wgmma: ptxas
+      // ends a scoreboard group at every basic block, and a tile of
+      // several groups makes wgmma.wait_group 1 wait for the tile just
+      // issued as well. Hence AK, the k-chunks a row, is compiled in.
+      auto issueTile = [&](float (&d)[C::MT][C::NT][4]) {
+#pragma unroll
+        for (int kc = 0; kc < AK; kc++) {
+          const int L = pipe.cons + kc;
+          mbarWait(fullA + 8 * (L % S), (L / S) & 1);
         }
-        // issueTile queues the tile's wgmma as one straight run: first the
-        // AK k-chunks' full barriers, then one fence, the AK x 4 wgmma (the
-        // first overwrites d: wgmmaTileZ, so d is dead from the last fold
-        // until here) and one commit. No branch between the wgmma: ptxas
-        // ends a scoreboard group at every basic block, and a tile of
-        // several groups makes wgmma.wait_group 1 wait for the tile just
-        // issued as well. Hence AK, the k-chunks a row, is compiled in.
-        auto issueTile = [&](float (&d)[C::MT][C::NT][4]) {
+        wgFence();
+        // Descriptors by addition: +32 bytes (k16) is +2 in the start
+        // field, +1024 bytes (an 8-row atom) +64; shared addresses stay
+        // under 2^18, so the 14-bit field never carries.
 #pragma unroll
-          for (int kc = 0; kc < AK; kc++) {
-            const int L = pipe.cons + kc;
-            mbarWait(fullA + 8 * (L % S), (L / S) & 1);
-          }
-          wgFence();
-          // Descriptors by addition: +32 bytes (k16) is +2 in the start
-          // field, +1024 bytes (an 8-row atom) +64; shared addresses stay
-          // under 2^18, so the 14-bit field never carries.
+        for (int kc = 0; kc < AK; kc++) {
+          const uint64_t da = descA + uint64_t(kc * (BM * 128) / 16);
+          const uint64_t db = wgDesc(ringAddr + ((pipe.cons + kc) % S) * C::kSlotB);
 #pragma unroll
-          for (int kc = 0; kc < AK; kc++) {
-            const uint64_t da = descA + uint64_t(kc * (BM * 128) / 16);
-            const uint64_t db = wgDesc(ringAddr + ((pipe.cons + kc) % S) * C::kSlotB);
-#pragma unroll
-            for (int ks = 0; ks < kBK / 16; ks++) {
-              if constexpr (AR) {
-                if (kc == 0 && ks == 0)
-                  wgmmaTileRZ<BN>(d[0], aF[kc][ks], db);
-                else
-                  wgmmaTileR<BN>(d[0], aF[kc][ks], db + 2 * ks, 1);
-              } else {
-                if (kc == 0 && ks == 0)
-                  wgmmaTileZ<BN>(d[0], da, db);
-                else
-                  wgmmaTile<BN>(d[0], da + 2 * ks, db + 2 * ks, 1);
-              }
+          for (int ks = 0; ks < kBK / 16; ks++) {
+            if constexpr (AR) {
+              if (kc == 0 && ks == 0)
+                wgmmaTileRZ<BN>(d[0], aF[kc][ks], db);
+              else
+                wgmmaTileR<BN>(d[0], aF[kc][ks], db + 2 * ks, 1);
+            } else {
+              if (kc == 0 && ks == 0)
+                wgmmaTileZ<BN>(d[0], da, db);
+              else
+                wgmmaTile<BN>(d[0], da + 2 * ks, db + 2 * ks, 1);
             }
           }
-          wgCommit();
-          pipe.cons += AK;
-        };
-        // foldTile folds tile nt (its wgmma complete: call after the wait)
-        // whose first load was first, then releases its KC slots.
-        auto foldTile = [&](float (&d)[C::MT][C::NT][4], int nt, int first) {
-          fenceAcc(d);  // the reads below stay after the wait
-          fold(d, nt, hnRing + ((first + AK - 1) % S) * BN);
-          __syncwarp();
-          if (lane == 0)
+        }
+        wgCommit();
+        pipe.cons += AK;
+      };
+      // foldTile folds tile nt (its wgmma complete: call after the wait)
+      // whose first load was first, then releases its KC slots.
+      auto foldTile = [&](float (&d)[C::MT][C::NT][4], int nt, int first) {
+        fenceAcc(d);  // the reads below stay after the wait
+        fold(d, nt, hnRing + ((first + AK - 1) % S) * BN);
+        __syncwarp();
+        if (lane == 0)
 #pragma unroll
-            for (int kc = 0; kc < AK; kc++) releaseSlot(emptyA + 8 * ((first + kc) % S));
-        };
-        // Even tiles accumulate in accum, odd ones in accB.
-        int first = pipe.cons, nt = 1;
+          for (int kc = 0; kc < AK; kc++) releaseSlot(emptyA + 8 * ((first + kc) % S));
+      };
+      // Even tiles accumulate in accum, odd ones in accB.
+      int first = pipe.cons, nt = 1;
+      issueTile(accum);
+      for (; nt + 1 < ntiles; nt += 2) {
+        int f = pipe.cons;
+        issueTile(accB);
+        wgWait1();
+        foldTile(accum, nt - 1, first);
+        first = f, f = pipe.cons;
         issueTile(accum);
-        for (; nt + 1 < ntiles; nt += 2) {
-          int f = pipe.cons;
-          issueTile(accB);
-          wgWait1();
-          foldTile(accum, nt - 1, first);
-          first = f, f = pipe.cons;
-          issueTile(accum);
-          wgWait1();
-          foldTile(accB, nt, first);
-          first = f;
-        }
-        if (nt < ntiles) {  // tile nt - 1 in accum, one more (odd) tile
-          const int f = pipe.cons;
-          issueTile(accB);
-          wgWait1();
-          foldTile(accum, nt - 1, first);
-          wgWait0();
-          foldTile(accB, nt, f);
-        } else {
-          wgWait0();
-          foldTile(accum, nt - 1, first);
-        }
+        wgWait1();
+        foldTile(accB, nt, first);
+        first = f;
+      }
+      if (nt < ntiles) {  // tile nt - 1 in accum, one more (odd) tile
+        const int f = pipe.cons;
+        issueTile(accB);
+        wgWait1();
+        foldTile(accum, nt - 1, first);
+        wgWait0();
+        foldTile(accB, nt, f);
+      } else {
+        wgWait0();
+        foldTile(accum, nt - 1, first);
       }
     }
 #endif

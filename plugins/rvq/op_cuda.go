@@ -93,18 +93,21 @@ func (v variant) threads() int {
 // shared is its dynamic shared memory for rows of dp values: the bf16 A
 // tile, the ring (codewords and hn), the per-warp partial minima, three
 // per-row words, the ring's two mbarriers a slot, with rs the fp32
-// residual rows and the aw kernels' quantized-gather region: every
+// residual rows, and for the aw kernels the quantized-gather region: every
 // stage's uint16 code of every row, every stage's (codeword offset, K) as
 // two int32 and gatherBars 8-byte mbarriers for each of up to 8 warps
-// (kernels/rvq.cu's sharedRows, stageCodes, stageMeta, gatherBar; reserved
-// for every variant, as the kernel's shared-memory comment counts it).
+// (kernels/rvq.cu's sharedRows, stageCodes, stageMeta, gatherBar and its
+// shared-memory comment).
 func (v variant) shared(dp int) int {
 	const gatherBars, maxWarps = 8, 8 // kernels/rvq.cu's kGatherBars and its 8 warps at most
 	n := v.bm*dp*2 + v.stage*(v.bn*dimAlign*2+v.bn*4) + v.wn*v.bm*12 + v.bm*12 + v.stage*16
 	if v.rs {
 		n += v.bm * dp * 4
 	}
-	return n + v.bm*MaxStages*2 + MaxStages*2*4 + maxWarps*gatherBars*8
+	if v.awDp > 0 {
+		n += v.bm*MaxStages*2 + MaxStages*2*4 + maxWarps*gatherBars*8
+	}
+	return n
 }
 
 // variants in order of preference after the preferred ones: Encode takes the

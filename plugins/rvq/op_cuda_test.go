@@ -150,6 +150,23 @@ func TestCUDAEncodeMatchesCPU(t *testing.T) {
 	}
 }
 
+// TestVariantSharedMemory pins variant.shared to kernels/rvq.cu's
+// shared-memory comment: 106 KiB for m128n128w24s4p at D = 128, 170 KiB
+// with the residual, and the quantized-gather region (8960 bytes at
+// BM = 128) for the aw kernels only.
+func TestVariantSharedMemory(t *testing.T) {
+	byName := map[string]variant{}
+	for _, v := range variants {
+		byName[v.name] = v
+	}
+	assert.Equal(t, 108096, byName["rvq_encode_m128n128w24s4p"].shared(128))
+	assert.Equal(t, 108096+128*128*4, byName["rvq_encode_m128n128w24s4pr"].shared(128))
+	wa := byName["rvq_encode_wa_m128n128s6pwra_d128"]
+	plain := wa
+	plain.awDp = 0
+	assert.Equal(t, 128*MaxStages*2+MaxStages*8+8*8*8, wa.shared(128)-plain.shared(128))
+}
+
 // TestCUDAVariants runs every fused variant that fits the device at D = 128
 // and D = 256 on a ragged batch whose stages have even and odd numbers of
 // 128-entry N-tiles (6, 5, 2, 8, 1, 6: both ends of the wa variants'
