@@ -63,8 +63,10 @@
 //   * Update: warp w owns rows [w*RW, (w+1)*RW) (RW = BM / warps): after
 //     re-scoring its near ties it applies r -= C_j (fp32, elementwise, the
 //     CPU's operation) to all its rows with 16-byte codeword chunks, kU per
-//     lane in flight, writing r to its residual rows and bf16(r) to the A
-//     tile, ||r||^2 by shared-memory atomics; lane-parallel code stores.
+//     lane in flight (2 kU with the residual in shared memory), writing r to
+//     its residual rows and bf16(r) to the A tile, ||r||^2 by segmented
+//     shuffles (addRowNorm; shared-memory atomics when a row's chunks do not
+//     divide a warp); lane-parallel code stores.
 //     (The AW kernels, whose row width is compiled in, issue a pass's
 //     loads without branches and sum ||r||^2 by one reduce-scatter of
 //     shuffles, rowSums: the stage end is a latency chain, not a
@@ -891,7 +893,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
         pipe.cons += AK;
       };
       // foldTile folds tile nt (its wgmma complete: call after the wait)
-      // whose first load was first, then releases its KC slots.
+      // whose first load was first, then releases its AK slots.
       auto foldTile = [&](float (&d)[C::MT][C::NT][4], int nt, int first) {
         fenceAcc(d);  // the reads below stay after the wait
         fold(d, nt, hnRing + ((first + AK - 1) % S) * BN);
@@ -1062,7 +1064,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     }
     // ---- update. Warp w owns rows [w*RW, (w+1)*RW): first the exact
     // re-score of its near ties, then r -= C_j for all its rows at once,
-    // 8 values (16 bytes of codeword) per lane and kU chunks in flight.
+    // 8 values (16 bytes of codeword) per lane and kUp chunks in flight.
     constexpr int RW = BM / C::kWarps;
     static_assert(RW <= 32, "a warp's rows fit one ballot");
     const int i0 = warp * RW;
@@ -1350,7 +1352,7 @@ __device__ __forceinline__ void produceAll(const Params& p, char* smem) {
 #endif
 }
 
-template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS, bool PW, int AK, bool AR = false>
+template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS, bool PW, int AK, bool AR>
 __device__ __forceinline__ void encode(const Params& p) {
   using C = Cfg<BM, BN, WM, WN, S>;
   constexpr bool AW = AK > 0;
@@ -1432,52 +1434,49 @@ __device__ __forceinline__ void encode(const Params& p) {
 
 // Variants (BM, BN, WM x WN warps, ring depth S); the Go launcher picks one
 // per D (shared memory) and $EDGE_RVQ_VARIANT overrides it for sweeps.
-#define RVQ_VARIANT(name, BM, BN, WM, WN, S, MINB, WG, B, RS, PW, AK)                                        \
+// AR (the a suffix, AK > 0 only): the A operand in registers.
+#define RVQ_VARIANT(name, BM, BN, WM, WN, S, MINB, WG, B, RS, PW, AK, AR)                                    \
   extern "C" __global__ void __launch_bounds__(WM * WN * 32 + (AK > 0 ? 128 : PW ? 32 : 0), MINB)                \
       name(RVQ_ENCODE_ARGS) {                                                                                   \
-    rvqk::encode<BM, BN, WM, WN, S, WG, rvqk::B, RS, PW, AK>(RVQ_PARAMS);                                     \
-  }
-// RVQ_VARIANT_AR: the same with the A operand in registers (a suffix).
-#define RVQ_VARIANT_AR(name, BM, BN, WM, WN, S, MINB, WG, B, RS, PW, AK)                                      \
-  extern "C" __global__ void __launch_bounds__(WM * WN * 32 + 128, MINB) name(RVQ_ENCODE_ARGS) {             \
-    rvqk::encode<BM, BN, WM, WN, S, WG, rvqk::B, RS, PW, AK, true>(RVQ_PARAMS);                               \
+    static_assert(!(AR) || (AK) > 0, "A in registers needs the AW pipeline");                                 \
+    rvqk::encode<BM, BN, WM, WN, S, WG, rvqk::B, RS, PW, AK, AR>(RVQ_PARAMS);                                 \
   }
 // name: m<BM> n<BN> w<WM><WN> (warps) s<ring depth>, p: packed running
 // minimum (all), r: fp32 residual in shared memory, x2: two CTAs an SM,
 // w: a producer warp (one more warp in the block) streams the ring, a: the
 // A operand in registers.
-RVQ_VARIANT(rvq_encode_m128n128w24s4p, 128, 128, 2, 4, 4, 1, false, Best, false, false, 0)
-RVQ_VARIANT(rvq_encode_m128n128w24s4pr, 128, 128, 2, 4, 4, 1, false, Best, true, false, 0)
-RVQ_VARIANT(rvq_encode_m128n256w24s3p, 128, 256, 2, 4, 3, 1, false, Best, false, false, 0)
-RVQ_VARIANT(rvq_encode_m64n128w14s4p, 64, 128, 1, 4, 4, 1, false, Best, false, false, 0)
+RVQ_VARIANT(rvq_encode_m128n128w24s4p, 128, 128, 2, 4, 4, 1, false, Best, false, false, 0, false)
+RVQ_VARIANT(rvq_encode_m128n128w24s4pr, 128, 128, 2, 4, 4, 1, false, Best, true, false, 0, false)
+RVQ_VARIANT(rvq_encode_m128n256w24s3p, 128, 256, 2, 4, 3, 1, false, Best, false, false, 0, false)
+RVQ_VARIANT(rvq_encode_m64n128w14s4p, 64, 128, 1, 4, 4, 1, false, Best, false, false, 0, false)
 // mma.sync with whole N-tiles per warp (WN = 1: warp-local stage end).
-RVQ_VARIANT(rvq_encode_m256n128w81s4p, 256, 128, 8, 1, 4, 1, false, Best, false, false, 0)
-RVQ_VARIANT(rvq_encode_m128n128w41s4px2, 128, 128, 4, 1, 4, 2, false, Best, false, false, 0)
-RVQ_VARIANT(rvq_encode_m128n128w41s4pwx2, 128, 128, 4, 1, 4, 2, false, Best, false, true, 0)
+RVQ_VARIANT(rvq_encode_m256n128w81s4p, 256, 128, 8, 1, 4, 1, false, Best, false, false, 0, false)
+RVQ_VARIANT(rvq_encode_m128n128w41s4px2, 128, 128, 4, 1, 4, 2, false, Best, false, false, 0, false)
+RVQ_VARIANT(rvq_encode_m128n128w41s4pwx2, 128, 128, 4, 1, 4, 2, false, Best, false, true, 0, false)
 // Hopper: wgmma m64n128k16 from shared memory, a warpgroup per 64 rows (the
 // mma.sync tiling WM x 1 warps, 16 rows x 128 codewords a warp, elsewhere).
-RVQ_VARIANT(rvq_encode_wg_m128n128s4p, 128, 128, 8, 1, 4, 1, true, Best, false, false, 0)
-RVQ_VARIANT(rvq_encode_wg_m128n128s4pw, 128, 128, 8, 1, 4, 1, true, Best, false, true, 0)
-RVQ_VARIANT(rvq_encode_wg_m128n128s6pw, 128, 128, 8, 1, 6, 1, true, Best, false, true, 0)
-RVQ_VARIANT(rvq_encode_wg_m128n128s3px2, 128, 128, 8, 1, 3, 2, true, Best, false, false, 0)
-RVQ_VARIANT(rvq_encode_wg_m128n128s3pwx2, 128, 128, 8, 1, 3, 2, true, Best, false, true, 0)
-RVQ_VARIANT(rvq_encode_wg_m192n128s4p, 192, 128, 12, 1, 4, 1, true, Best, false, false, 0)
-RVQ_VARIANT(rvq_encode_wg_m192n128s4pw, 192, 128, 12, 1, 4, 1, true, Best, false, true, 0)
-RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, Best, false, false, 0)
+RVQ_VARIANT(rvq_encode_wg_m128n128s4p, 128, 128, 8, 1, 4, 1, true, Best, false, false, 0, false)
+RVQ_VARIANT(rvq_encode_wg_m128n128s4pw, 128, 128, 8, 1, 4, 1, true, Best, false, true, 0, false)
+RVQ_VARIANT(rvq_encode_wg_m128n128s6pw, 128, 128, 8, 1, 6, 1, true, Best, false, true, 0, false)
+RVQ_VARIANT(rvq_encode_wg_m128n128s3px2, 128, 128, 8, 1, 3, 2, true, Best, false, false, 0, false)
+RVQ_VARIANT(rvq_encode_wg_m128n128s3pwx2, 128, 128, 8, 1, 3, 2, true, Best, false, true, 0, false)
+RVQ_VARIANT(rvq_encode_wg_m192n128s4p, 192, 128, 12, 1, 4, 1, true, Best, false, false, 0, false)
+RVQ_VARIANT(rvq_encode_wg_m192n128s4pw, 192, 128, 12, 1, 4, 1, true, Best, false, true, 0, false)
+RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, Best, false, false, 0, false)
 // Hopper, asynchronous N-tiles (wa): two accumulator sets per warpgroup, the
 // next N-tile's wgmma in flight while the warps fold the current one's
 // scores; a producer warpgroup and setmaxnreg (384 threads, one CTA an SM).
 // The pipeline is compiled for one padded width (the _d<Dp> suffix, AK =
 // Dp / 64 k-chunks a tile, S >= 2 AK ring slots); elsewhere than sm_90a the
 // same kernels run the plain loop for any D.
-RVQ_VARIANT(rvq_encode_wa_m128n128s6pw_d128, 128, 128, 8, 1, 6, 1, true, Best, false, true, 2)
-RVQ_VARIANT(rvq_encode_wa_m128n128s8pw_d128, 128, 128, 8, 1, 8, 1, true, Best, false, true, 2)
-RVQ_VARIANT(rvq_encode_wa_m128n128s6pwr_d128, 128, 128, 8, 1, 6, 1, true, Best, true, true, 2)
+RVQ_VARIANT(rvq_encode_wa_m128n128s6pw_d128, 128, 128, 8, 1, 6, 1, true, Best, false, true, 2, false)
+RVQ_VARIANT(rvq_encode_wa_m128n128s8pw_d128, 128, 128, 8, 1, 8, 1, true, Best, false, true, 2, false)
+RVQ_VARIANT(rvq_encode_wa_m128n128s6pwr_d128, 128, 128, 8, 1, 6, 1, true, Best, true, true, 2, false)
 // N-tiles of 64 codewords (wgmma m64n64k16): half the ring bytes a tile, so
 // that D = 256 keeps two tiles in flight and two more loading.
-RVQ_VARIANT(rvq_encode_wa_m128n64s16pw_d256, 128, 64, 8, 1, 16, 1, true, Best, false, true, 4)
-RVQ_VARIANT_AR(rvq_encode_wa_m128n128s6pwra_d128, 128, 128, 8, 1, 6, 1, true, Best, true, true, 2)
-RVQ_VARIANT_AR(rvq_encode_wa_m128n64s16pwa_d256, 128, 64, 8, 1, 16, 1, true, Best, false, true, 4)
+RVQ_VARIANT(rvq_encode_wa_m128n64s16pw_d256, 128, 64, 8, 1, 16, 1, true, Best, false, true, 4, false)
+RVQ_VARIANT(rvq_encode_wa_m128n128s6pwra_d128, 128, 128, 8, 1, 6, 1, true, Best, true, true, 2, true)
+RVQ_VARIANT(rvq_encode_wa_m128n64s16pwa_d256, 128, 64, 8, 1, 16, 1, true, Best, false, true, 4, true)
 
 // rvq_small_score: stage q of the small-batch path. Grid (ceil(K/256),
 // nrows), block 256: thread e scores entry e exactly (CPU formula) for the

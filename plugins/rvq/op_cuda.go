@@ -104,7 +104,7 @@ func (v variant) shared(dp int) int {
 	if v.rs {
 		n += v.bm * dp * 4
 	}
-	if v.awDp > 0 {
+	if v.aw() {
 		n += v.bm*MaxStages*2 + MaxStages*2*4 + maxWarps*gatherBars*8
 	}
 	return n

@@ -170,8 +170,8 @@ func TestVariantSharedMemory(t *testing.T) {
 // TestCUDAVariants runs every fused variant that fits the device at D = 128
 // and D = 256 on a ragged batch whose stages have even and odd numbers of
 // 128-entry N-tiles (6, 5, 2, 8, 1, 6: both ends of the wa variants'
-// two-accumulator pipeline), as one chain (the wa kernels sum quantized in
-// their updates) and split (they gather it after the chains).
+// two-accumulator pipeline), as one chain and split (the second chain's
+// quantized sum added to the first's).
 func TestCUDAVariants(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	sizes := []int{700, 600, 129, 1000, 64, 700}
@@ -193,9 +193,8 @@ func TestCUDAVariants(t *testing.T) {
 					require.NoError(t, err)
 					require.NotNil(t, k.fused[v.name], "variant %s is missing from the loaded fatbin", v.name)
 					if err := k.fits(v, d, d); err != nil {
-						// too large for this device, or an aw pipeline compiled for
-						// another width:
-						// Encode refuses it by name
+						// too large for this device, or an aw pipeline compiled
+						// for another width: Encode refuses it by name
 						be := cudatest.Backend(t)
 						dc, err := NewDeviceCodebooks(be, c)
 						require.NoError(t, err)
