@@ -42,7 +42,7 @@ namespace {
 #endif
 constexpr int kMaxWarps = FBANK_MAX_WARPS;
 constexpr int kMaxThreads = kMaxWarps * kWarp;
-constexpr int kStatWarps = 8;  // warps per block of fbank_stats (256 threads)
+constexpr int kStatWarps = 32;  // warps per block of fbank_stats (1024 threads)
 // Blocks of fbank_logmel per SM (of kMaxWarps warps) that the register
 // budget must allow: 2 (of 8 warps) gives 128 registers a thread.
 #ifndef FBANK_MIN_BLOCKS
@@ -193,8 +193,9 @@ __device__ __forceinline__ void mma_tf32(float* c, unsigned a0, unsigned a1, uns
 // fragment, k-steps, first k/8; mel_frag: the B fragments as (b0 hi, b1 hi,
 // b0 lo, b1 lo) per lane, packed by plugins/fbank's melTiles). Lane (g, t)
 // = (lane/4, lane%4) loads A[g|g+8][k0+t|k0+t+4] (0 past bin H). Rows
-// r < valid get fmaf(y, a, c), y = lg.log(mel), in stage[r·pitch + m];
-// returns the lane's maximum y and lowers mn to its minimum.
+// r < valid get lg.store(l), l = lg.log2(mel + guard), in
+// stage[r·pitch + m]; returns the lane's maximum l and lowers mn to its
+// minimum.
 __device__ float mel_tc(const float* P, int pitchW, int rows, int valid, int H, const float4* __restrict__ frag,
                         const int4* __restrict__ tiles, int M, const fbank::LogMel& lg, float* stage, int pitch,
                         int warp, int W, int lane, float& mn) {
@@ -230,10 +231,10 @@ __device__ float mel_tc(const float* P, int pitchW, int rows, int valid, int H, 
       for (int i = 0; i < 4; i++) {
         const int r = rb + g + 8 * (i >> 1), m = 8 * j + 2 * t + (i & 1);
         if (r < valid && m < M) {
-          const float y = lg.log(c[i]);
-          stage[r * pitch + m] = fmaf(y, lg.a, lg.c);
-          mx = fmaxf(mx, y);
-          mn = fminf(mn, y);
+          const float l = lg.log2(c[i] + lg.guard);
+          stage[r * pitch + m] = lg.store(l);
+          mx = fmaxf(mx, l);
+          mn = fminf(mn, l);
         }
       }
     }
@@ -270,7 +271,10 @@ __device__ float mel_tc(const float* P, int pitchW, int rows, int valid, int H, 
 //   registers, one transpose through the frame buffer, 8-point DFTs in
 //   registers); |X[k]|², k = 0..H, into the warp's power rows (interleaved
 //   by frame, over its buffers); mel band sums and y = log2(max(mel + guard,
-//   floor))·scale into the staging row, as (y + 4)/4 for kStatsMax.
+//   floor))·scale into the staging row as y·a + c, computed as
+//   fmaf(log2(..), as, c) with mel_affine = bits(as = scale·a) | bits(c)
+//   << 32 (float32 bit patterns; kStatsMax: a = 1/4, c = 1, (y + 4)/4;
+//   else a = 1, c = 0).
 // Frames t in [computed, T) are written as 0, in the layout (0: mel_time
 // [B, M, T]; 1: time_mel [B, T, M]) with coalesced stores. At the end the
 // block's partial statistics over its computed frames:
@@ -293,7 +297,8 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
                        float* __restrict__ out, void* __restrict__ partial, long long stats,
                        unsigned long long* __restrict__ bad, const float4* __restrict__ mel_frag,
                        const int4* __restrict__ mel_tiles, unsigned long long* tickets, double clamp, double eps,
-                       void* result, long long* ready, long long epoch, long long stages) {
+                       void* result, long long* ready, long long epoch, long long stages,
+                       long long mel_affine) {
   using Fr = fbank::Frame<N>;
   const long long x = tl.x, b = tl.b, G = tl.G;
   extern __shared__ float2 smem[];
@@ -347,9 +352,11 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
   }
   __syncthreads();
   // Whisper (kStatsMax) stores (y + 4)/4 and its normalisation is then only
-  // the clamp at the item's floor (norm1).
-  const fbank::LogMel lg{(float)guard, fmaxf((float)floor_, 1.17549435e-38f), (float)scale,
-                         stats == kStatsMax ? 0.25f : 1.f, stats == kStatsMax ? 1.f : 0.f};
+  // the clamp at the item's floor (norm1): mel_affine's (as, c) (LogMel),
+  // from a kernel parameter so that the compiler reads them from the
+  // constant bank rather than recomputing them from stats in the mel loop.
+  const fbank::LogMel lg{(float)guard, fmaxf((float)floor_, 1.17549435e-38f),
+                         __int_as_float((int)(mel_affine & 0xffffffff)), __int_as_float((int)(mel_affine >> 32))};
   const float2* const win2 = kTabs ? tabs : reinterpret_cast<const float2*>(window);
   const float2* const colTw2 = kTabs ? tabs + N / 2 : colTw;
 
@@ -406,22 +413,22 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
       __syncwarp();
       const float* P = reinterpret_cast<const float*>(T);
       // The warp's 4 frames of feature m: the computed ones' values (their
-      // maximum and minimum y), zeros past computed.
+      // maximum and minimum l), zeros past computed.
       float* const st0 = stage + r0 * pitch;
-      auto emit = [&](int m, const float* y) {
+      auto emit = [&](int m, const float* l) {
         if (nact == fbank::kGroups) {  // warp-uniform: the common case, no predicates
 #pragma unroll
           for (int i = 0; i < fbank::kGroups; i++) {
-            st0[i * pitch + m] = fmaf(y[i], lg.a, lg.c);
-            mx = fmaxf(mx, y[i]), mn = fminf(mn, y[i]);
+            st0[i * pitch + m] = lg.store(l[i]);
+            mx = fmaxf(mx, l[i]), mn = fminf(mn, l[i]);
           }
           return;
         }
 #pragma unroll
         for (int i = 0; i < fbank::kGroups; i++) {
           if (i < nact) {
-            st0[i * pitch + m] = fmaf(y[i], lg.a, lg.c);
-            mx = fmaxf(mx, y[i]), mn = fminf(mn, y[i]);
+            st0[i * pitch + m] = lg.store(l[i]);
+            mx = fmaxf(mx, l[i]), mn = fminf(mn, l[i]);
           }
         }
       };
@@ -468,15 +475,14 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
         }
       }
     } else if (layout != 0 && M % 4 == 0) {
-      // The step's rows as float4 chunks c = tid, tid + threads, ... (q a
-      // row; the pitch ≡ 0 (mod 4) keeps the stage reads aligned).
-      const int q = M / 4, dr = threads / q, dj = threads % q;
+      // Warp w writes rows w, w + W, ..., each q = M/4 float4 chunks of
+      // lanes (the pitch ≡ 0 (mod 4) keeps the stage reads aligned): a row
+      // is 16·q contiguous bytes in both.
+      const int q = M / 4;
       float4* dst = reinterpret_cast<float4*>(out + (b * frames + ts) * M);
-      int r = threadIdx.x / q, j = threadIdx.x % q;  // of c, advanced without divisions
-      for (int c = threadIdx.x; c < rows * q; c += threads) {
-        dst[c] = r < comp ? *reinterpret_cast<const float4*>(stage + r * pitch + 4 * j) : make_float4(0.f, 0.f, 0.f, 0.f);
-        r += dr, j += dj;
-        if (j >= q) j -= q, r++;
+      for (int r = warp; r < rows; r += W) {
+        const float4* src = reinterpret_cast<const float4*>(stage + r * pitch);
+        for (int j = lane; j < q; j += kWarp) dst[r * q + j] = r < comp ? src[j] : make_float4(0.f, 0.f, 0.f, 0.f);
       }
     } else if (layout == 0) {
       // Thread (m0, r) = (tid / R, tid % R) writes rows r of features
@@ -519,8 +525,8 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
   // The block's partial statistics over its computed frames.
   if (stats == kStatsMax) {
     __shared__ float wmax[kMaxWarps], wmin[kMaxWarps];
-    mx = warp_max(mx);
-    mn = warp_min(mn);
+    mx = warp_max(mx) * (float)scale;  // y = l·scale (LogMel)
+    mn = warp_min(mn) * (float)scale;
     if (lane == 0) wmax[warp] = mx, wmin[warp] = mn;
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -542,23 +548,27 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
 // fbank_stats computes the per-feature moments of every item
 // (kStatsMoments) from the partials of fbank_logmel (G per item), for
 // launches whose fbank_logmel does not reduce them itself (tickets = 0).
-// Block 256 threads, grid (ceil(M/32), B): thread (g0, j) = (tid/32, tid%32)
-// sums groups g0, g0+8, ... of feature m = 32·blockIdx.x + j (a warp reads
-// 32 consecutive features: coalesced), the 8 sums of a feature are added in
-// g0 order; store_moments as finish_item.
-extern "C" __global__ void fbank_stats(const Item* items, const double* partial, long long groups, long long n_mels,
-                                       double eps, double* moments) {
+// Block 1024 threads, grid (ceil(M/32), B): thread (g0, j) = (tid/32,
+// tid%32) sums groups g0, g0+32, ... of feature m = 32·blockIdx.x + j (a
+// warp reads 32 consecutive features' (Σy, Σy²): coalesced; 32 warps so
+// that one long clip's few blocks keep enough loads in flight: 188 tiles
+// took 8.5 us with 8), the 32 sums of a feature are added in g0 order;
+// store_moments as finish_item.
+extern "C" __global__ void __launch_bounds__(kStatWarps * kWarp) fbank_stats(const Item* items, const double* partial,
+                                                                           long long groups, long long n_mels,
+                                                                           double eps, double* moments) {
   const long long b = blockIdx.y;
   __shared__ double sums[kStatWarps][kWarp][2];
   const int j = threadIdx.x % kWarp, g0 = threadIdx.x / kWarp;
   const long long m = (long long)blockIdx.x * kWarp + j;
   double s = 0, s2 = 0;
   if (m < n_mels) {
-    const double* p = partial + (b * groups * n_mels + m) * 2;
+    const double2* p = reinterpret_cast<const double2*>(partial) + b * groups * n_mels + m;
 #pragma unroll 8
     for (long long g = g0; g < groups; g += kStatWarps) {  // in order; unrolled: 8 loads in flight
-      s += p[g * n_mels * 2];
-      s2 += p[g * n_mels * 2 + 1];
+      const double2 v = p[g * n_mels];
+      s += v.x;
+      s2 += v.y;
     }
   }
   sums[g0][j][0] = s;
@@ -574,30 +584,45 @@ extern "C" __global__ void fbank_stats(const Item* items, const double* partial,
 
 namespace {
 
-// NormOp is the normalisation of a value y of feature m:
-//   kStatsMax:     max(y, c), c = (floor + 4)/4: fbank_logmel stored
-//                  (y + 4)/4, so this is (max(y, floor) + 4)/4 exactly (the
-//                  rounding of (x + 4)/4 is monotone);
-//   kStatsMoments: ((y - mh[m]) - ml[m])·inv[m], the mean split into a
-//                  float32 head and tail (mh + ml) and inv = 1/(std + eps)
-//                  rounded to float32: y - mh is exact where it cancels
-//                  (y near the mean), so the result is within a few float32
-//                  ulps of (float)((y - mean)·inv) in float64.
-struct NormOp {
-  bool moments;
+// The normalisations of a value y of feature m, compile-time types so that
+// norm_rows runs one of them without the other's loads or selects (a
+// runtime choice inside the noinline norm_rows_deep cost ~16 instructions
+// and local-memory loads an element, 15% of the fused Whisper launch's):
+//   ClampOp (kStatsMax): max(y, c), c = (floor + 4)/4: fbank_logmel stored
+//     (y + 4)/4, so this is (max(y, floor) + 4)/4 exactly (the rounding of
+//     (x + 4)/4 is monotone); it stores only the chunks it changes;
+//   MomentsOp (kStatsMoments): ((y - mh[m]) - ml[m])·inv[m], the mean split
+//     into a float32 head and tail (mh + ml) and inv = 1/(std + eps)
+//     rounded to float32: y - mh is exact where it cancels (y near the
+//     mean), so the result is within a few float32 ulps of
+//     (float)((y - mean)·inv) in float64.
+struct ClampOp {
+  static constexpr bool kStoresAll = false;
   float c;
-  const float *mh, *ml, *inv;  // n_mels each (shared memory)
-  __device__ float operator()(float y, int m) const {
-    return moments ? ((y - mh[m]) - ml[m]) * inv[m] : fmaxf(y, c);
-  }
+  __device__ float operator()(float y, int) const { return fmaxf(y, c); }
 };
+struct MomentsOp {
+  static constexpr bool kStoresAll = true;
+  const float *mh, *ml, *inv;  // n_mels each (shared memory)
+  __device__ float operator()(float y, int m) const { return ((y - mh[m]) - ml[m]) * inv[m]; }
+};
+
+// norm_chunk applies op to the float4 v of feature m (byRow: all four; else
+// m .. m+3) and stores it at dst when Op stores every chunk or it changed.
+template <class Op>
+__device__ __forceinline__ void norm_chunk(float4* dst, float4 v, int m, bool byRow, const Op& op) {
+  const float4 w = make_float4(op(v.x, m), op(v.y, byRow ? m : m + 1), op(v.z, byRow ? m : m + 2),
+                               op(v.w, byRow ? m : m + 3));
+  if (Op::kStoresAll || w.x != v.x || w.y != v.y || w.z != v.z || w.w != v.w) *dst = w;
+}
 
 // norm_rows applies op in place to `rows` rows of len floats at p + r·stride,
 // feature m = r (byRow) or the position in the row. The block's threads
 // take float4 chunks k, k + blockDim.x, ... (4 in flight: the loads, then
-// op and the stores; a clamp stores only the chunks it changes) when p,
-// stride and len keep them 16-byte aligned, else single floats.
-__device__ void norm_rows(float* p, int rows, int stride, int len, bool byRow, const NormOp& op) {
+// op and the stores) when p, stride and len keep them 16-byte aligned, else
+// single floats.
+template <class Op>
+__device__ void norm_rows(float* p, int rows, int stride, int len, bool byRow, const Op& op) {
   constexpr int kU = 4;
   const bool vec = ((reinterpret_cast<unsigned long long>(p) | (4ull * stride) | (4ull * len)) & 15) == 0;
   if (!vec) {
@@ -621,12 +646,8 @@ __device__ void norm_rows(float* p, int rows, int stride, int len, bool byRow, c
 #pragma unroll
     for (int u = 0; u < kU; u++) {
       if (k0 + u * blockDim.x >= chunks) break;
-      const int m = byRow ? r[u] : j[u];
-      const float4 w = make_float4(op(v[u].x, m), op(v[u].y, byRow ? m : m + 1), op(v[u].z, byRow ? m : m + 2),
-                                   op(v[u].w, byRow ? m : m + 3));
-      if (op.moments || w.x != v[u].x || w.y != v[u].y || w.z != v[u].z || w.w != v[u].w) {
-        *reinterpret_cast<float4*>(p + (long long)r[u] * stride + j[u]) = w;
-      }
+      norm_chunk(reinterpret_cast<float4*>(p + (long long)r[u] * stride + j[u]), v[u], byRow ? r[u] : j[u], byRow,
+                 op);
     }
   }
 }
@@ -637,8 +658,10 @@ __device__ void norm_rows(float* p, int rows, int stride, int len, bool byRow, c
 // warps), kU = 16 of them at a time, its lanes the float4 chunks j = lane,
 // lane + 32, ... of each (16 float4 a thread in flight: 32 KB a block).
 // Same contract as norm_rows. Not inlined: its 64 registers of loads in
-// flight would otherwise weigh on fbank_logmel's register allocation.
-__device__ __noinline__ void norm_rows_deep(float* p, int rows, int stride, int len, bool byRow, const NormOp& op) {
+// flight would otherwise weigh on fbank_logmel's register allocation (op is
+// passed by value: in registers).
+template <class Op>
+__device__ __noinline__ void norm_rows_deep(float* p, int rows, int stride, int len, bool byRow, const Op op) {
   constexpr int kU = 16;
   const bool vec = ((reinterpret_cast<unsigned long long>(p) | (4ull * stride) | (4ull * len)) & 15) == 0;
   if (!vec) {
@@ -658,14 +681,26 @@ __device__ __noinline__ void norm_rows_deep(float* p, int rows, int stride, int 
       for (int u = 0; u < kU; u++) {
         const int r = r0 + u * W;
         if (r >= rows) break;
-        const int m = byRow ? r : 4 * j;
-        const float4 w = make_float4(op(v[u].x, m), op(v[u].y, byRow ? m : m + 1), op(v[u].z, byRow ? m : m + 2),
-                                     op(v[u].w, byRow ? m : m + 3));
-        if (op.moments || w.x != v[u].x || w.y != v[u].y || w.z != v[u].z || w.w != v[u].w) {
-          reinterpret_cast<float4*>(p + (long long)r * stride)[j] = w;
-        }
+        norm_chunk(reinterpret_cast<float4*>(p + (long long)r * stride) + j, v[u], byRow ? r : 4 * j, byRow, op);
       }
     }
+  }
+}
+
+// norm_item normalises n frames from t0 of item (its rows: see
+// normalize_tile) with op; deep: norm_rows_deep (the fused launch).
+template <class Op>
+__device__ void norm_item(float* item, long long t0, int n, int M, int T, long long layout, bool deep, const Op& op) {
+  if (deep) {
+    if (layout == 0) {
+      norm_rows_deep(item + t0, M, T, n, true, op);
+    } else {
+      norm_rows_deep(item + t0 * M, n, M, M, false, op);
+    }
+  } else if (layout == 0) {
+    norm_rows(item + t0, M, T, n, true, op);
+  } else {
+    norm_rows(item + t0 * M, n, M, M, false, op);
   }
 }
 
@@ -680,7 +715,7 @@ __device__ __noinline__ void norm_rows_deep(float* p, int rows, int stride, int 
 //     partial[(B + b)·G + x], is >= floor has nothing under it and is
 //     skipped: for speech without long silences this reads two words a tile.
 //   kStatsMoments: (mean, inv) of item b's features, result[(b·M + m)·2 +
-//     {0,1}] (float64, by finish_item or fbank_stats), converted to NormOp's
+//     {0,1}] (float64, by finish_item or fbank_stats), converted to MomentsOp's
 //     float32 form in nsm (3·M floats of shared memory).
 // Called by every thread of the block.
 __device__ void normalize_tile(const Tile& tl, float* out, const Item* items, long long n_mels, long long frames,
@@ -698,35 +733,25 @@ __device__ void normalize_tile(const Tile& tl, float* out, const Item* items, lo
     }
     __syncthreads();
   }
-  NormOp op{stats == kStatsMoments, 0.f, nsm, nsm + M, nsm + 2 * M};
+  float* item = out + b * M * T;
+  const int n = (int)(t1 - t0);
+  const bool deep = ready != nullptr;  // the fused launch: norm_rows_deep for its 4-warp blocks
   if (stats == kStatsMax) {
     const float fl = isfinite(fixed_floor) ? (float)fixed_floor : __ldcg(static_cast<const float*>(result) + b);
     if (__ldcg(partial + (tl.B + b) * G + x) >= fl) return;  // block-uniform
-    op.c = (fl + 4.f) / 4.f;
-  } else {
-    const double* moments = static_cast<const double*>(result) + b * M * 2;
-    for (int m = threadIdx.x; m < M; m += blockDim.x) {
-      const double mean = __ldcg(moments + 2 * m), inv = __ldcg(moments + 2 * m + 1);
-      const float h = (float)mean;
-      nsm[m] = h;
-      nsm[M + m] = (float)(mean - h);
-      nsm[2 * M + m] = (float)inv;
-    }
-    __syncthreads();
+    norm_item(item, t0, n, M, T, layout, deep, ClampOp{(fl + 4.f) / 4.f});
+    return;
   }
-  float* item = out + b * M * T;
-  const int n = (int)(t1 - t0);
-  if (ready != nullptr) {  // the fused launch: norm_rows_deep for its 4-warp blocks
-    if (layout == 0) {
-      norm_rows_deep(item + t0, M, T, n, true, op);
-    } else {
-      norm_rows_deep(item + t0 * M, n, M, M, false, op);
-    }
-  } else if (layout == 0) {
-    norm_rows(item + t0, M, T, n, true, op);
-  } else {
-    norm_rows(item + t0 * M, n, M, M, false, op);
+  const double* moments = static_cast<const double*>(result) + b * M * 2;
+  for (int m = threadIdx.x; m < M; m += blockDim.x) {
+    const double mean = __ldcg(moments + 2 * m), inv = __ldcg(moments + 2 * m + 1);
+    const float h = (float)mean;
+    nsm[m] = h;
+    nsm[M + m] = (float)(mean - h);
+    nsm[2 * M + m] = (float)inv;
   }
+  __syncthreads();
+  norm_item(item, t0, n, M, T, layout, deep, MomentsOp{nsm, nsm + M, nsm + 2 * M});
 }
 
 }  // namespace
@@ -753,16 +778,16 @@ extern "C" __global__ void __launch_bounds__(256) fbank_normalize(float* out, co
       long long stats, unsigned long long *bad, const float4 *mel_frag, const int4 *mel_tiles,                 \
       unsigned long long *tickets, double clamp, double eps, void *result, long long fused,                     \
       unsigned long long *counters, long long *ready, long long epoch, long long tile, double fixed_floor,    \
-      long long lag, long long stages
+      long long lag, long long stages, long long mel_affine
 // The arguments logmel takes (after its tile).
 #define FBANK_LOGMEL_PASS                                                                                     \
   pcm, pcm_stride, items, window, twN, colTw, bands, weights, shared_w, n_mels, frames, hop, pad, reflect,    \
       preemph, guard, floor_, scale, layout, steps, out, partial, stats, bad, mel_frag, mel_tiles, tickets,    \
-      clamp, eps, result, fused ? ready : nullptr, epoch, stages
+      clamp, eps, result, fused ? ready : nullptr, epoch, stages, mel_affine
 #define FBANK_LOGMEL_CALL                                                                                     \
   pcm, pcm_stride, items, window, twN, colTw, bands, weights, shared_w, n_mels, frames, hop, pad, reflect,    \
       preemph, guard, floor_, scale, layout, steps, out, partial, stats, bad, mel_frag, mel_tiles, tickets,    \
-      clamp, eps, result, fused, counters, ready, epoch, tile, fixed_floor, lag, stages
+      clamp, eps, result, fused, counters, ready, epoch, tile, fixed_floor, lag, stages, mel_affine
 
 namespace {
 

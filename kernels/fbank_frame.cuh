@@ -415,11 +415,11 @@ struct Pairs {
   }
 };
 
-// Band is one mel filter's non-zero span: the bins start .. start+len. The
-// weights are laid out by position in the band, w[j·n_mels + m] for filter
-// m's j-th bin (0 past len), so that the lanes of a warp, one filter each,
-// read consecutive words (no bank conflicts; filters' spans of ~10 words
-// made w[off_m + j] 4-way conflicted).
+// Band is one mel filter's span of bins: start .. start+len-1. The weights
+// are laid out by position in the band, w[j·n_mels + m] for filter m's j-th
+// bin (0 past its non-zero span), so that the lanes of a warp, one filter
+// each, read consecutive words (no bank conflicts; filters' spans of ~10
+// words made w[off_m + j] 4-way conflicted).
 struct Band {
   int start, len;
 };
@@ -438,40 +438,50 @@ EDGE_HD float log2_approx(float x) {
 }
 
 // LogMel is the log of a mel value and how it is stored:
-//   y = log2(max(mel + guard, floor)) · scale   (scale = ln 2 for ln,
-//                                                log10 2 for log10;
-//                                                floor >= 2^-126),
-//   stored as fmaf(y, a, c) (Whisper: a = 1/4, c = 1, its final (y + 4)/4,
-//   exact; else 1, 0), the maximum taken over y.
+//   l = log2(max(mel + guard, floor))   (floor >= 2^-126; mel4 starts its
+//                                        sums at guard),
+//   y = l · scale (scale = ln 2 for ln, log10 2 for log10) is the feature,
+//   stored as fmaf(l, as, c) = y·a + c with as = scale·a (Whisper: a = 1/4,
+//   c = 1, its final (y + 4)/4; else a = 1, c = 0: y itself); the
+//   statistics' maximum and minimum are taken over l and scaled once at the
+//   end (the rounding of l·scale is monotone: the same values).
 struct LogMel {
-  float guard, floor, scale, a, c;
-  EDGE_HD float log(float mel) const { return log2_approx(fmaxf(mel + guard, floor)) * scale; }
+  float guard, floor, as, c;
+  EDGE_HD float log2(float sum) const { return log2_approx(fmaxf(sum, floor)); }
+  EDGE_HD float store(float l) const { return fmaf(l, as, c); }
 };
 
 // mel4 computes, for the filters m ≡ lane mod 32, the log-mel values of the
 // warp's 4 frames from their interleaved power rows (P[4·k + g],
-// Pairs::store; 16-byte aligned): y[g] = lg.log(mel_g) (LogMel), mel_g =
-// Σ_j w[j·n_mels+m]·P[4·(start+j) + g], and calls emit(m, y) (all 4 frames:
-// the caller keeps those it has).
+// Pairs::store; 16-byte aligned): l[g] = lg.log2(guard + mel_g) (LogMel),
+// mel_g = Σ_{j < len} w[j·n_mels+m]·P[4·(start+j) + g] with (start, len) =
+// bands[m], and calls emit(m, l) (all 4 frames: the caller keeps those it
+// has). plugins/fbank's melBands gives the 32 filters a warp runs together
+// one len (zero weights pad the shorter bands), so the band loop has the
+// same trip count in every lane.
 template <class Emit>
 EDGE_HD void mel4(const float* P, const Band* bands, const float* w, int n_mels, const LogMel& lg, int lane,
                   Emit&& emit) {
+  const float4* const P4 = reinterpret_cast<const float4*>(P);
   for (int m = lane; m < n_mels; m += kWarp) {
-    Band b = bands[m];
-    float acc[kGroups] = {0.f, 0.f, 0.f, 0.f};
+    const Band b = bands[m];
+    float acc[kGroups] = {lg.guard, lg.guard, lg.guard, lg.guard};
     const int len = (FBANK_ABLATE & 1) ? (b.len > 0 ? 1 : 0) : b.len;  // fbank.cu's timing probe
-    for (int j = 0; j < len; j++) {
-      const float wt = w[j * n_mels + m];
-      const float4 q = reinterpret_cast<const float4*>(P)[b.start + j];  // bin start+j of the 4 frames
+    const float* wp = w + m;
+    const float4* pp = P4 + b.start;  // bin start+j of the 4 frames
+#pragma unroll 2
+    for (int j = 0; j < len; j++, wp += n_mels, pp++) {
+      const float wt = *wp;
+      const float4 q = *pp;
       acc[0] = fmaf(wt, q.x, acc[0]);
       acc[1] = fmaf(wt, q.y, acc[1]);
       acc[2] = fmaf(wt, q.z, acc[2]);
       acc[3] = fmaf(wt, q.w, acc[3]);
     }
-    float y[kGroups];
+    float l[kGroups];
 #pragma unroll
-    for (int g = 0; g < kGroups; g++) y[g] = lg.log(acc[g]);
-    emit(m, y);
+    for (int g = 0; g < kGroups; g++) l[g] = lg.log2(acc[g]);
+    emit(m, l);
   }
 }
 

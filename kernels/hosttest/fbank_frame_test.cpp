@@ -77,16 +77,17 @@ static int check(std::mt19937& rng, bool reflect, double preemph, int win, long 
   const float guard = 1.0f / (1 << 24), fl = guard, scale = (float)M_LN2;
   // Stored as y/4 + 1 (Whisper's affine step) on every other call.
   const bool whisper = (start & 1) != 0;
-  const LogMel lg{guard, fl, scale, whisper ? 0.25f : 1.f, whisper ? 1.f : 0.f};
+  const LogMel lg{guard, fl, whisper ? scale / 4 : scale, whisper ? 1.f : 0.f};
   for (int l = 0; l < kWarp; l++) {
-    mel4(P, bands.data(), w.data(), M, lg, l, [&](int m, const float* y) {
+    mel4(P, bands.data(), w.data(), M, lg, l, [&](int m, const float* l2) {
       for (int g = 0; g < active; g++) {
-        mel[g * pitchOut + m] = std::fma(y[g], lg.a, lg.c);
-        mx = std::fmax(mx, y[g]);
-        mn = std::fmin(mn, y[g]);
+        mel[g * pitchOut + m] = lg.store(l2[g]);
+        mx = std::fmax(mx, l2[g]);
+        mn = std::fmin(mn, l2[g]);
       }
     });
   }
+  mx *= scale, mn *= scale;  // the statistics in y = l·scale (LogMel)
 
   // float64 reference DFT of each active frame.
   double worst = 0, melWorst = 0, refMax = -INFINITY, refMin = INFINITY;

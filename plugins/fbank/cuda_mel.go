@@ -5,21 +5,44 @@ import "math"
 // Device layouts of the mel filterbank for kernels/fbank.cu, kept out of the
 // cuda build tag so that the CPU tests check them.
 
-// melWeights lays out the filterbank weights for fbank_frame.cuh's mel4:
-// w[j·nMels + m] is filter m's weight for bin start[m] + j, zero past its
-// band; pitch is the longest band (at least 1).
-func melWeights(bk *melBank) (w []float32, pitch int) {
+// melGroup is the number of filters mel4 runs side by side: lane l of a warp
+// takes filters l, l+32, l+64, ..., so filters [32g, 32g+32) run together.
+const melGroup = 32
+
+// melBands lays out the filterbank for fbank_frame.cuh's mel4 with one band
+// length per group of melGroup filters, so that the lanes of a warp run the
+// same number of band positions (no divergence, no per-lane trip counts):
+// filter m of group g = m/32 sums the L_g = (longest band of the group)
+// bins start'[m] .. start'[m]+L_g-1, start'[m] = min(start[m], nFreq-L_g)
+// (the band moved left where it would run past the last bin), with
+// w[j·nMels + m] its weight for bin start'[m] + j: the bank's weight inside
+// its band, 0 outside. bands[2m], bands[2m+1] = start'[m], L_g; pitch is
+// the longest band (at least 1). The extra positions add exact zeros (0·P
+// to a sum of non-negative terms), so the sums equal the bank's.
+func melBands(bk *melBank) (bands []int32, w []float32, pitch int) {
 	pitch = 1
-	for m := range bk.nMels {
-		pitch = max(pitch, bk.off[m+1]-bk.off[m])
+	length := make([]int, bk.nMels)
+	for g := 0; g < bk.nMels; g += melGroup {
+		l := 1
+		for m := g; m < min(g+melGroup, bk.nMels); m++ {
+			l = max(l, bk.off[m+1]-bk.off[m])
+		}
+		for m := g; m < min(g+melGroup, bk.nMels); m++ {
+			length[m] = l
+		}
+		pitch = max(pitch, l)
 	}
+	bands = make([]int32, 2*bk.nMels)
 	w = make([]float32, pitch*bk.nMels)
 	for m := range bk.nMels {
-		for j, v := range bk.w[bk.off[m]:bk.off[m+1]] {
-			w[j*bk.nMels+m] = float32(v)
+		l := length[m]
+		start := max(0, min(bk.start[m], bk.nFreq-l))
+		bands[2*m], bands[2*m+1] = int32(start), int32(l)
+		for i, v := range bk.w[bk.off[m]:bk.off[m+1]] {
+			w[(bk.start[m]-start+i)*bk.nMels+m] = float32(v)
 		}
 	}
-	return w, pitch
+	return bands, w, pitch
 }
 
 // Tensor-core layout of the mel filterbank for kernels/fbank.cu built with
@@ -85,4 +108,18 @@ func melTiles(bank *melBank) (frags []float32, tiles []int32) {
 		}
 	}
 	return frags, tiles
+}
+
+// melAffine packs fbank_logmel's mel_affine argument (fbank_frame.cuh's
+// LogMel): a feature y = l·scale, l = log2(max(mel + guard, floor)), is
+// stored as fmaf(l, as, c) = y·a + c with as = float32(scale)·a: (y + 4)/4
+// (a = 1/4, c = 1) when the op clamps at the item's maximum (Whisper's
+// normalisation, which then only clamps), else y itself. as is in bits
+// 0-31 and c in bits 32-63, as float32 bit patterns.
+func melAffine(scale float64, clamps bool) int64 {
+	as, c := float32(scale), float32(0)
+	if clamps {
+		as, c = as/4, 1 // exact: a power of 2
+	}
+	return int64(math.Float32bits(as)) | int64(math.Float32bits(c))<<32
 }

@@ -85,28 +85,36 @@ func TestMelTiles(t *testing.T) {
 	}
 }
 
-// TestMelWeights: the band-position layout of mel4 holds every weight of the
-// sparse bank once, at [j·nMels + m], and zeros elsewhere.
-func TestMelWeights(t *testing.T) {
+// TestMelBands: mel4's layout gives every filter of a group of 32 the same
+// band length, inside [0, nFreq), and holds every weight of the sparse bank
+// once, at [j·nMels + m] for bin start'[m] + j, with zeros elsewhere: the
+// same sums as the bank.
+func TestMelBands(t *testing.T) {
 	for _, preset := range []string{"whisper-128", "whisper-80", "parakeet-128", "nemo-legacy-128"} {
 		t.Run(preset, func(t *testing.T) {
 			bank := presetBank(t, preset)
-			w, pitch := melWeights(bank)
+			bands, w, pitch := melBands(bank)
+			require.Len(t, bands, 2*bank.nMels)
 			require.Len(t, w, pitch*bank.nMels)
-			nonzero := 0
 			for m := range bank.nMels {
+				start, l := int(bands[2*m]), int(bands[2*m+1])
+				assert.Equal(t, int(bands[2*(m/melGroup*melGroup)+1]), l, "filter %d: its group's length", m)
+				assert.LessOrEqual(t, l, pitch)
+				assert.GreaterOrEqual(t, start, 0)
+				assert.LessOrEqual(t, start+l, bank.nFreq, "filter %d runs past the last bin", m)
 				n := bank.off[m+1] - bank.off[m]
-				assert.LessOrEqual(t, n, pitch)
+				if n > 0 {
+					assert.LessOrEqual(t, start, bank.start[m], "filter %d: band starts after its first weight", m)
+					assert.LessOrEqual(t, bank.start[m]+n, start+l, "filter %d: band ends before its last weight", m)
+				}
 				for j := range pitch {
 					want := float32(0)
-					if j < n {
-						want = float32(bank.w[bank.off[m]+j])
+					if i := start + j - bank.start[m]; j < l && i >= 0 && i < n {
+						want = float32(bank.w[bank.off[m]+i])
 					}
 					assert.Equal(t, want, w[j*bank.nMels+m], "filter %d position %d", m, j)
 				}
-				nonzero += n
 			}
-			assert.Equal(t, len(bank.w), nonzero)
 		})
 	}
 }
@@ -118,4 +126,18 @@ func presetBank(t *testing.T, preset string) *melBank {
 	fe, err := NewFrontend(cfg)
 	require.NoError(t, err)
 	return &fe.bank
+}
+
+// TestMelAffine: fbank_logmel's mel_affine holds (scale/4, 1) for the
+// clamping normalisation and (scale, 0) otherwise, as float32 bits.
+func TestMelAffine(t *testing.T) {
+	unpack := func(v int64) (float32, float32) {
+		return math.Float32frombits(uint32(v)), math.Float32frombits(uint32(uint64(v) >> 32))
+	}
+	as, c := unpack(melAffine(math.Log10(2), true))
+	assert.Equal(t, float32(math.Log10(2))/4, as)
+	assert.Equal(t, float32(1), c)
+	as, c = unpack(melAffine(math.Ln2, false))
+	assert.Equal(t, float32(math.Ln2), as)
+	assert.Equal(t, float32(0), c)
 }

@@ -386,7 +386,9 @@ func TestCUDADeviceResident(t *testing.T) {
 // one with a NaN sample, one after another; each result equals the CPU's
 // (the per-item words it keeps between Runs, the reduction tickets, error
 // words, ready words and block counters, are reset) and the NaN is reported
-// in its Run only. Both ways of normalising.
+// in its Run only. Both ways of normalising, and the launches the op picks
+// for batches (fused after every transform, wide for Whisper, tabs for
+// Parakeet).
 func TestCUDARepeatedRuns(t *testing.T) {
 	be := cudatest.Backend(t)
 	speech := loadWAV(t, "speech_b")
@@ -396,7 +398,8 @@ func TestCUDARepeatedRuns(t *testing.T) {
 	bad := append([]float32(nil), a[1]...)
 	bad[777] = float32(math.NaN())
 	for _, preset := range []string{"whisper-128", "parakeet-128"} {
-		for _, kn := range []launchKnobs{{}, {fused: true}, {fused: true, lagAll: true, wide: true}} {
+		for _, kn := range []launchKnobs{{}, {fused: true}, {fused: true, lagAll: true, wide: true},
+			{fused: true, lagAll: true, tabs: true}} {
 			cfg := map[string]any{"preset": preset}
 			o := cudaOpOf(t, cfg, be)
 			o.knobs = &kn
@@ -448,11 +451,11 @@ func TestCUDALaunchGeometry(t *testing.T) {
 			assert.Equal(t, launchGeom{cudaWarps, 8}, op.geometryFor(64, 3000))
 			assert.Equal(t, launchGeom{cudaWarps, 2}, op.geometryFor(8, 3000))
 			assert.Equal(t, launchGeom{cudaWarps, 1}, op.geometryFor(1, 3000))
-			// 64 x 30 s: in-kernel statistics, Whisper's clamp in the same
-			// launch after the transforms (two steps' rows written at
-			// once), Parakeet's tables in shared memory; one 30 s clip (188
-			// tiles): the fbank_stats launch.
-			batch := launchKnobs{tabs: true}
+			// 64 x 30 s: in-kernel statistics, the normalisation in the
+			// same launch after the transforms, Whisper's with two steps'
+			// rows written at once, Parakeet's with its tables in shared
+			// memory; one 30 s clip (188 tiles): the fbank_stats launch.
+			batch := launchKnobs{fused: true, lagAll: true, tabs: true}
 			if op.statsMode == statsMax {
 				batch = launchKnobs{fused: true, lagAll: true, wide: true}
 			}

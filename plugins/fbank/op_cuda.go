@@ -22,12 +22,13 @@ func init() {
 	runtime.RegisterImplementation("fbank", "cuda", cuda.Constructor(newCUDAOp))
 }
 
-// Launch geometry of fbank_logmel (kernels/fbank.cu).
+// Launch geometry of the fbank kernels (kernels/fbank.cu).
 const (
 	cudaGroups    = 4        // frames a warp transforms at once (8 lanes a frame)
 	cudaWarps     = 4        // warps per block for a batch (geometryFor)
 	cudaMaxShared = 48 << 10 // bytes of dynamic shared memory without opting in
 	cudaModule    = "edge"
+	statsThreads  = 1024 // block of fbank_stats (its kStatWarps warps)
 )
 
 // launchKnobs are the choices of how a batch runs its transform, its
@@ -165,7 +166,7 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 	// Shared memory: opt in above 48 KiB as far as the largest block shape
 	// needs and the device allows; the filterbank weights stay in global
 	// memory when the default shape would not fit with them.
-	_, pitch := melWeights(&fe.bank)
+	_, _, pitch := melBands(&fe.bank)
 	o.sharedW = pitch * cfg.NumMels
 	o.sharedLimit, o.smemSM = cudaMaxShared, cudaMaxShared+1024
 	if lim, err := o.logmel.MaxDynamicShared(); err == nil {
@@ -270,11 +271,7 @@ func (o *cudaOp) uploadTables() error {
 		tw[2*k], tw[2*k+1] = float32(c), float32(s)
 	}
 	bk := &fe.bank
-	bands := make([]int32, 2*bk.nMels)
-	for m := range bk.nMels {
-		bands[2*m], bands[2*m+1] = int32(bk.start[m]), int32(bk.off[m+1]-bk.off[m])
-	}
-	w, _ := melWeights(bk)
+	bands, w, _ := melBands(bk)
 	var err error
 	upload := func(dst **cuda.Buffer, src []byte) {
 		if err != nil {
@@ -573,7 +570,8 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	args := []any{pcm, stride, itemsBuf, o.window, o.twiddle, o.colTw, o.bands, o.weights, o.sharedW, c.NumMels, frames,
 		c.HopLength, o.fe.pad, reflect, c.PreEmphasis, o.guard, o.floor, o.lg2, layout, geom.steps,
 		out, partial, o.statsMode, bad, o.melFrag, o.melTiles, tickets, clampRange, stdEpsilon, result,
-		fused, ptrs.counters, ptrs.ready, o.epoch, geom.frames(), o.fixedFloor, lag, stages}
+		fused, ptrs.counters, ptrs.ready, o.epoch, geom.frames(), o.fixedFloor, lag, stages,
+		melAffine(o.lg2, o.statsMode == statsMax)}
 	block := cuda.Dim3{X: 32 * geom.warps, Y: 1, Z: 1}
 	err = logmel.Launch(cuda.Dim3{X: groups, Y: gridY, Z: 1}, block, o.sharedFor(geom, stages)+extra, args...)
 	if err != nil || o.statsMode == statsNone || fused != 0 {
@@ -583,7 +581,7 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	if o.statsMode == statsMoments {
 		normShared = 12 * c.NumMels
 		if !reduce {
-			err = o.stats.Launch(cuda.Dim3{X: ceilDiv(c.NumMels, 32), Y: batch, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0,
+			err = o.stats.Launch(cuda.Dim3{X: ceilDiv(c.NumMels, 32), Y: batch, Z: 1}, cuda.Dim3{X: statsThreads, Y: 1, Z: 1}, 0,
 				itemsBuf, partial, groups, c.NumMels, stdEpsilon, result)
 			if err != nil {
 				return 0, err
@@ -599,17 +597,17 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 }
 
 // knobsFor picks the launches for a batch of G tiles an item, from the
-// measurements on the H200 (docs/bench/fbank_gpu.md, cuda7-11; 64 x 30 s,
-// device us): on a grid of two waves of blocks or more, Whisper's clamp
-// (statsMax) runs in fbank_logmel's launch with its tiles after every
-// transform tile, and the kernel writes two steps' rows at once (fused,
-// lagAll, wide: 253.6 instead of 282.8 with the separate fbank_normalize;
-// the tiles a lag behind the transforms were slower, 279-299), and
-// Parakeet's normalisation (statsMoments) stays a separate launch after
-// the kernel with its tables in shared memory (tabs: 316.8 instead of
-// 329.9; fused 345-393). Else the separate launch, and the fbank_stats
-// launch for Parakeet when G > 64 (one 30 s clip: 188 tiles, whose
-// reduction by the item's last block was slower).
+// measurements on the H200 (docs/bench/fbank_gpu.md, session 17; 64 x 30 s,
+// device us): on a grid of two waves of blocks or more, the normalisation
+// runs in fbank_logmel's launch with its tiles after every transform tile
+// (fused, lagAll): Whisper's clamp (statsMax) with the rows of two steps
+// written at once (wide: 234-237 instead of 265-269 with the separate
+// fbank_normalize; its tiles two or three waves of items behind the
+// transforms 237-249), Parakeet's (statsMoments) with its tables in shared
+// memory (tabs: 307-311 instead of 321-322 separate, 336-337 without
+// tabs). Else the separate launch, and the fbank_stats launch for Parakeet
+// when G > 64 (one 30 s clip: 188 tiles, whose reduction by the item's
+// last block was slower).
 func (o *cudaOp) knobsFor(batch, groups int) launchKnobs {
 	if o.knobs != nil {
 		return *o.knobs
@@ -620,7 +618,7 @@ func (o *cudaOp) knobsFor(batch, groups int) launchKnobs {
 		case statsMax:
 			kn.fused, kn.lagAll, kn.wide = true, true, true
 		case statsMoments:
-			kn.tabs = true
+			kn.fused, kn.lagAll, kn.tabs = true, true, true
 		}
 	}
 	return kn
