@@ -199,6 +199,17 @@ __device__ __forceinline__ void namedBarrier(int id, int n) {
 
 __device__ __forceinline__ float bf(uint16_t v) { return __uint_as_float(static_cast<uint32_t>(v) << 16); }
 
+// bf8 unpacks 8 bf16 (16 bytes of a codeword row: the low half of w.x
+// first) into f[0..7], exactly.
+__device__ __forceinline__ void bf8(uint4 w, float (&f)[8]) {
+  const uint32_t w4[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+  for (int v = 0; v < 4; v++) {
+    f[2 * v] = __uint_as_float(w4[v] << 16);
+    f[2 * v + 1] = __uint_as_float(w4[v] & 0xffff0000u);
+  }
+}
+
 // RVQ_HAVE_WGMMA: the wg variants issue wgmma (sm_90a; -DRVQ_NO_WGMMA
 // builds them on mma.sync, for comparisons).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(RVQ_NO_WGMMA)
@@ -1138,13 +1149,13 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
           // With RS the residual is read here, from shared memory, so that
           // only the codeword chunks hold registers while the loads fly.
           if constexpr (RS) loadRes(rv[u], act[u] ? i : 0, k);
-          const uint32_t w4[4] = {cw[u].x, cw[u].y, cw[u].z, cw[u].w};
-          float r[8], s2[4];
+          float cv[8], r[8], s2[4];
+          bf8(cw[u], cv);
           uint32_t h[4];
 #pragma unroll
           for (int v = 0; v < 4; v++) {
-            r[2 * v] = rv[u][2 * v] - __uint_as_float(w4[v] << 16);
-            r[2 * v + 1] = rv[u][2 * v + 1] - __uint_as_float(w4[v] & 0xffff0000u);
+            r[2 * v] = rv[u][2 * v] - cv[2 * v];
+            r[2 * v + 1] = rv[u][2 * v + 1] - cv[2 * v + 1];
             s2[v] = r[2 * v] * r[2 * v] + r[2 * v + 1] * r[2 * v + 1];
             __nv_bfloat162 hb = __floats2bfloat162_rn(r[2 * v], r[2 * v + 1]);
             h[v] = *reinterpret_cast<uint32_t*>(&hb);
@@ -1203,13 +1214,10 @@ __device__ __forceinline__ void writeQuantized(const Params& p, long long row0) 
       for (int q = lo; q < hi; q++) {
         int j = p.codes[row * Q + q];
         j = (j < 0 || j >= p.meta[q * 4 + 1]) ? 0 : j;  // only after a non-finite x
-        const uint4 w = __ldg(reinterpret_cast<const uint4*>(p.words + (size_t(p.meta[q * 4]) + j) * Dp) + k);
-        const uint32_t w4[4] = {w.x, w.y, w.z, w.w};
+        float cv[8];
+        bf8(__ldg(reinterpret_cast<const uint4*>(p.words + (size_t(p.meta[q * 4]) + j) * Dp) + k), cv);
 #pragma unroll
-        for (int v = 0; v < 4; v++) {
-          a[2 * v] += __uint_as_float(w4[v] << 16);
-          a[2 * v + 1] += __uint_as_float(w4[v] & 0xffff0000u);
-        }
+        for (int e = 0; e < 8; e++) a[e] += cv[e];
       }
 #pragma unroll
       for (int v = 0; v < 8; v++) tot[v] = ch == 0 ? a[v] : tot[v] + a[v];
@@ -1269,12 +1277,10 @@ __device__ __forceinline__ void writeQuantizedGather(const Params& p, long long 
         asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
                      : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
                      : "r"(buf(g % NB) + i * kRowB + k * 16));
-        const uint32_t w4[4] = {w.x, w.y, w.z, w.w};
+        float cv[8];
+        bf8(w, cv);
 #pragma unroll
-        for (int v = 0; v < 4; v++) {
-          a[u][2 * v] += __uint_as_float(w4[v] << 16);
-          a[u][2 * v + 1] += __uint_as_float(w4[v] & 0xffff0000u);
-        }
+        for (int e = 0; e < 8; e++) a[u][e] += cv[e];
       }
       if (qq == split - 1) {  // the first chain's sum is complete (split > 0)
 #pragma unroll
