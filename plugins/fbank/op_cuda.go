@@ -113,6 +113,7 @@ type cudaOp struct {
 	statsMode         int
 	fixedFloor        float64 // statsMax: NaN (per-item max) or the global floor
 	guard, floor, lg2 float64 // y = log2(max(mel + guard, floor)) · lg2
+	melAffine         int64   // how fbank_logmel stores y (melAffine)
 }
 
 func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
@@ -193,6 +194,7 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 	case cfg.LogClampMin > 0:
 		o.guard, o.floor = 0, cfg.LogClampMin
 	}
+	o.melAffine = melAffine(o.lg2, o.statsMode == statsMax)
 	return o, nil
 }
 
@@ -570,8 +572,7 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	args := []any{pcm, stride, itemsBuf, o.window, o.twiddle, o.colTw, o.bands, o.weights, o.sharedW, c.NumMels, frames,
 		c.HopLength, o.fe.pad, reflect, c.PreEmphasis, o.guard, o.floor, o.lg2, layout, geom.steps,
 		out, partial, o.statsMode, bad, o.melFrag, o.melTiles, tickets, clampRange, stdEpsilon, result,
-		fused, ptrs.counters, ptrs.ready, o.epoch, geom.frames(), o.fixedFloor, lag, stages,
-		melAffine(o.lg2, o.statsMode == statsMax)}
+		fused, ptrs.counters, ptrs.ready, o.epoch, geom.frames(), o.fixedFloor, lag, stages, o.melAffine}
 	block := cuda.Dim3{X: 32 * geom.warps, Y: 1, Z: 1}
 	err = logmel.Launch(cuda.Dim3{X: groups, Y: gridY, Z: 1}, block, o.sharedFor(geom, stages)+extra, args...)
 	if err != nil || o.statsMode == statsNone || fused != 0 {
@@ -601,11 +602,11 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 // device us): on a grid of two waves of blocks or more, the normalisation
 // runs in fbank_logmel's launch with its tiles after every transform tile
 // (fused, lagAll): Whisper's clamp (statsMax) with the rows of two steps
-// written at once (wide: 234-237 instead of 265-269 with the separate
+// written at once (wide: 234.6 instead of 268.1 with the separate
 // fbank_normalize; its tiles two or three waves of items behind the
-// transforms 237-249), Parakeet's (statsMoments) with its tables in shared
-// memory (tabs: 307-311 instead of 321-322 separate, 336-337 without
-// tabs). Else the separate launch, and the fbank_stats launch for Parakeet
+// transforms 242.7-252.6), Parakeet's (statsMoments) with its tables in
+// shared memory (tabs: 305.4 instead of 310.4 with the separate launch,
+// 330.8 without tabs). Else the separate launch, and the fbank_stats launch for Parakeet
 // when G > 64 (one 30 s clip: 188 tiles, whose reduction by the item's
 // last block was slower).
 func (o *cudaOp) knobsFor(batch, groups int) launchKnobs {
