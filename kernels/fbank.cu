@@ -7,16 +7,17 @@
 // Pipeline, one stream, per batch (B items, n_mels = M, T = output frames,
 // G tiles of F frames an item):
 //   1. fbank_logmel_n400 | fbank_logmel_n512 (| fbank_logmel_n400_wide, which
-//      writes two steps' rows at once): framing + window + FFT + |X|² +
-//      mel + log, staged per block and written in the output layout, the
-//      per-tile partial statistics and the finite-sample check; the last
-//      tile of each item reduces the item's statistics (Whisper: the floor,
-//      max - 8; Parakeet: per-feature mean and 1/(std + 1e-5), float64).
-//      Fused (Whisper's batches): the same launch also runs the
+//      writes two steps' rows at once; | fbank_logmel_n{400,512}_tabs, with
+//      the window and column twiddles in shared memory): framing + window +
+//      FFT + |X|² + mel + log, staged per block and written in the output
+//      layout, the per-tile partial statistics and the finite-sample check;
+//      the last tile of each item reduces the item's statistics (Whisper:
+//      the floor, max - 8; Parakeet: per-feature mean and 1/(std + 1e-5),
+//      float64). Fused (batches): the same launch also runs the
 //      normalisation tiles, after every transform tile (or a lag behind
 //      them).
 //   2. otherwise fbank_stats (Parakeet, single long clips: the moments from
-//      the partials by 8 threads a feature) and fbank_normalize (one block
+//      the partials by 32 threads a feature) and fbank_normalize (one block
 //      a tile, in place).
 // normalize=none stops after the transform. Both normalisations: Whisper
 // clamps (1. stored (y + 4)/4 already) only the tiles whose minimum is under
