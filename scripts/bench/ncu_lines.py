@@ -21,7 +21,9 @@ range of a file (--range NAME=FILE:FIRST-LAST, repeatable).
       --range mel4=fbank_frame.cuh:455-490
 
 (The kernel, the fatbin and the report must be the same build; 192064 is the
-frames of the 64 x 30 s Whisper batch.)
+frames of the 64 x 30 s Whisper batch. -test.skip there is go test's filter
+of the benchmark's variant sub-benchmarks, so that ncu sees only the op's own
+launch; no test is skipped.)
 """
 import argparse
 import collections
@@ -67,7 +69,9 @@ def main():
         sys.exit(f"ncu_lines: no .text.{a.kernel} in {a.sass}")
     with open(a.csv) as f:
         rows = list(csv.reader(f))
-    head = next(i for i, r in enumerate(rows) if r and r[0] == "Address")
+    head = next((i for i, r in enumerate(rows) if r and r[0] == "Address"), None)
+    if head is None:
+        sys.exit(f"ncu_lines: {a.csv} has no Address column (want --page source --print-source sass --csv)")
     cols = rows[head]
     i_addr, i_src = cols.index("Address"), cols.index("Source")
     i_exec = cols.index("Instructions Executed")
