@@ -116,13 +116,20 @@
 //     layout) are loaded once a stage into registers (ldmatrix) and the
 //     wgmma read A from there: the tensor cores read only B from shared
 //     memory.
+//   * g variant (D = 256): no A tile. The stage end's update runs k-chunk
+//     by k-chunk and puts each chunk's bf16 rows through a 2 KiB staging
+//     tile a warp into the next stage's A fragments (ldmatrix); the
+//     chain's first stage loads them from the fp32 residual in global
+//     scratch. The 48 KiB saved let the ring hold 12 slots of 128
+//     codewords (N-tiles of 128 at D = 256, a whole tile loading while two
+//     are held): 231 KiB in all.
 //   * Stage end, guard, exact re-score, update: as above (warp-local; a
 //     warpgroup barrier before the next stage's wgmma).
 //   * quantized (writeQuantizedGather): every stage's codes are kept in
 //     shared memory; after the chains each warp brings its rows' codewords
-//     stage by stage into buffers (A's and the then idle ring's shared
-//     memory) with bulk copies, several stages in flight, and sums them as
-//     writeQuantized does. Scattered 16-byte loads through the load/store
+//     stage by stage into buffers (A's, or g's none, and the then idle
+//     ring's shared memory) with bulk copies, several stages in flight,
+//     and sums them as writeQuantized does. Scattered 16-byte loads through the load/store
 //     unit reach only ~10 bytes a cycle an SM here (misses in flight); the
 //     bulk copies need no registers and about halve that phase.
 //   * Numerics: identical to the other fused variants (same scores, same
@@ -146,6 +153,13 @@ namespace rvqk {
 constexpr int kBK = 64;        // k-chunk (dimensions) of one ring slot
 constexpr int kU = 4;          // update: 16-byte chunks in flight per lane
 constexpr unsigned kFull = 0xffffffffu;
+
+// bf16x2 packs lo and hi rounded to bf16 (to nearest, even), lo in the low
+// half: the A operand's element order.
+__device__ __forceinline__ uint32_t bf16x2(float lo, float hi) {
+  __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&h);
+}
 
 __device__ __forceinline__ bool rowValid(long long row, long long T, const int* lengths) {
   if (lengths == nullptr) return true;
@@ -541,7 +555,7 @@ struct Params {
   const int* meta;
   int* codes;
   float* out;
-  float* res;  // scratch [rows][Dp]
+  float* res;  // scratch [rows rounded up to 256][Dp] (the g kernels read every row of their CTA)
   int* stats;  // [0]: rows re-scored exactly (counted with atomicAdd)
   // The input check (rvq_check's, fused): a valid row whose fp32 squared
   // norm (this kernel's order) is not <= limit (non-finite values
@@ -568,6 +582,22 @@ struct Cfg {
 // kMaxQ is the most stages a codebook set has (the op's contract).
 constexpr int kMaxQ = 32;
 
+// AR, the A operand's source in the AW pipeline: 0 the bf16 A tile in
+// shared memory (wgmma reads it there); 1 (a) the A tile loaded into
+// registers once a stage; 2 (g) registers that the stage end's update
+// fills for the next stage (a k-chunk at a time through a 2 KiB staging
+// tile a warp; the chain's first stage loads them from the fp32 residual
+// in global scratch), so that there is no A tile where that pipeline is
+// compiled (sm_90a): its BM·Dp·2 bytes go to the ring. kNoATile<AR> says
+// whether this build has the staging tiles instead of the A tile;
+// aTileBytes is the size of either.
+template <int AR>
+constexpr bool kNoATile = AR == 2 && RVQ_HAVE_WGMMA && RVQ_BULK;
+template <int BM, int AR>
+__host__ __device__ constexpr size_t aTileBytes(int Dp) {
+  return kNoATile<AR> ? size_t(BM) * kBK * 2 : size_t(BM) * Dp * 2;
+}
+
 // The fused kernels' shared memory after their ring barriers (the layout
 // of encodeChain's first lines; op_cuda.go's variant.shared sizes it):
 // sharedRows, the fp32 residual rows ([BM][Dp], RS only); stageCodes, the
@@ -575,26 +605,26 @@ constexpr int kMaxQ = 32;
 // [kMaxQ][2] ints (each stage's codeword offset and K); gatherBar, the
 // writeQuantizedGather mbarriers. The last three are used by the AW
 // kernels only.
-template <int BM, int S>
+template <int BM, int S, int AR>
 __device__ __forceinline__ float* sharedRows(char* smem, int Dp, int BN, int WN) {
-  return reinterpret_cast<float*>(smem + size_t(BM) * Dp * 2 + size_t(S) * BN * kBK * 2 +
+  return reinterpret_cast<float*>(smem + aTileBytes<BM, AR>(Dp) + size_t(S) * BN * kBK * 2 +
                                   4 * (S * BN + WN * BM * 3 + 3 * BM) + 16 * S);
 }
-template <int BM, int S>
+template <int BM, int S, int AR>
 __device__ __forceinline__ uint16_t* stageCodes(char* smem, int Dp, int BN, int WN, bool RS) {
-  return reinterpret_cast<uint16_t*>(sharedRows<BM, S>(smem, Dp, BN, WN) + (RS ? size_t(BM) * Dp : 0));
+  return reinterpret_cast<uint16_t*>(sharedRows<BM, S, AR>(smem, Dp, BN, WN) + (RS ? size_t(BM) * Dp : 0));
 }
 
-template <int BM, int S>
+template <int BM, int S, int AR>
 __device__ __forceinline__ int* stageMeta(char* smem, int Dp, int BN, int WN, bool RS) {
-  return reinterpret_cast<int*>(stageCodes<BM, S>(smem, Dp, BN, WN, RS) + kMaxQ * BM);
+  return reinterpret_cast<int*>(stageCodes<BM, S, AR>(smem, Dp, BN, WN, RS) + kMaxQ * BM);
 }
 
 // kGatherBars mbarriers a warp (8 warps at most), one a buffer.
 constexpr int kGatherBars = 8;
-template <int BM, int S>
+template <int BM, int S, int AR>
 __device__ __forceinline__ uint32_t gatherBar(char* smem, int Dp, int BN, int WN, bool RS, int warp, int i) {
-  return smemAddr(stageMeta<BM, S>(smem, Dp, BN, WN, RS) + 2 * kMaxQ) + 8 * (warp * kGatherBars + i);
+  return smemAddr(stageMeta<BM, S, AR>(smem, Dp, BN, WN, RS) + 2 * kMaxQ) + 8 * (warp * kGatherBars + i);
 }
 
 // Cursor walks the flattened (stage, N-tile, k-chunk) sequence of a chain.
@@ -602,7 +632,7 @@ struct Cursor {
   int q, nt, kc;
 };
 
-template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS, bool PW, int AK, bool AR>
+template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS, bool PW, int AK, int AR>
 __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, long long row0, char* smem, Pipe& pipe) {
   using C = Cfg<BM, BN, WM, WN, S>;
   constexpr bool AW = AK > 0;  // the asynchronous N-tile pipeline, for Dp = 64 AK
@@ -631,8 +661,8 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   // update use to sum row norms without shared-memory partials.
   constexpr bool kWhole = kFixedDp && (AK == 2 || AK == 4);
   constexpr int kSeg = AK == 2 ? 16 : 32;  // kWhole: a row's chunks (lanes)
-  char* sA = smem;
-  char* ring = sA + size_t(BM) * Dp * 2;
+  char* sA = smem;  // the A tile, or (kNoATile) the warps' staging tiles
+  char* ring = sA + aTileBytes<BM, AR>(Dp);
   float* hnRing = reinterpret_cast<float*>(ring + size_t(S) * C::kSlotB);  // [S][BN]
   float* part = hnRing + S * BN;                                          // [WN][BM][3]
   float* rnorm = part + WN * BM * 3;                                     // [BM] ||r||, -1: invalid row
@@ -641,9 +671,9 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   uint64_t* bars = reinterpret_cast<uint64_t*>(sel + BM);               // [2][S] full, empty (bulk path)
   // The fp32 residual rows: in shared memory after the barriers (RS) or the
   // CTA's scratch rows of p.res, [BM][Dp] either way.
-  float* const res = RS ? sharedRows<BM, S>(smem, Dp, BN, WN) : p.res + row0 * Dp;
+  float* const res = RS ? sharedRows<BM, S, AR>(smem, Dp, BN, WN) : p.res + row0 * Dp;
   // [kMaxQ][BM] every stage's code of every row, for writeQuantizedGather.
-  uint16_t* const codesS = stageCodes<BM, S>(smem, Dp, BN, WN, RS);
+  uint16_t* const codesS = stageCodes<BM, S, AR>(smem, Dp, BN, WN, RS);
 
   // ---- chain start: r = x for the valid rows (0 elsewhere and past D);
   // A = bf16(r); ||r|| (-1 marks a row that is not valid). Thread per
@@ -681,7 +711,10 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       const long long row = row0 + i;
       const bool in = c < (warp + 1) * RW * cpr;
       const bool ok = in && row < p.rows && rowValid(row, p.T, p.lengths);
-      if (ok || (RS && in)) {
+      // g builds the chain's first A fragments from these rows and its
+      // update reads its invalid rows' own: zeros for those too (the
+      // launcher's scratch has every row of the last CTA).
+      if (ok || ((RS || AR == 2) && in)) {
         float4* rr = reinterpret_cast<float4*>(res + size_t(i) * Dp) + 2 * k;
         rr[0] = make_float4(v[u][0], v[u][1], v[u][2], v[u][3]);
         rr[1] = make_float4(v[u][4], v[u][5], v[u][6], v[u][7]);
@@ -690,11 +723,10 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       ss[u] = 0.f;
 #pragma unroll
       for (int j = 0; j < 4; j++) {
-        __nv_bfloat162 hb = __floats2bfloat162_rn(v[u][2 * j], v[u][2 * j + 1]);
-        h[j] = *reinterpret_cast<uint32_t*>(&hb);
+        h[j] = bf16x2(v[u][2 * j], v[u][2 * j + 1]);
         ss[u] += v[u][2 * j] * v[u][2 * j] + v[u][2 * j + 1] * v[u][2 * j + 1];
       }
-      if (in) *reinterpret_cast<uint4*>(sA + aOff<BM>(i, k)) = make_uint4(h[0], h[1], h[2], h[3]);
+      if (in && !kNoATile<AR>) *reinterpret_cast<uint4*>(sA + aOff<BM>(i, k)) = make_uint4(h[0], h[1], h[2], h[3]);
       if constexpr (!kWhole) addRowNorm(rnorm2, in ? i : -1, ss[u], cpr, lane);
     }
     if constexpr (kWhole) {
@@ -812,6 +844,14 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       }
     }
   };
+  // AR: the warp's A fragments (its 16 rows, every k16 step of Dp) for the
+  // stage, mma.sync's A layout, which wgmma's register A uses too: lane
+  // (g, t) = (lane / 4, lane % 4) holds rows g and g + 8, columns 2t, 2t + 1
+  // and 2t + 8, 2t + 9 of each step. g fills them at the stage end for the
+  // next stage.
+  uint32_t aF[AR ? AK : 1][kBK / 16][4];
+  // kStaged: this build runs g's update (the fragments by staging tiles).
+  constexpr bool kStaged = kNoATile<AR> && AW && WG && PW;
   int slot = 0;
   for (int q = q0; q < q1; q++) {
     const int off = p.meta[q * 4], K = p.meta[q * 4 + 1];
@@ -851,12 +891,32 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       float accB[C::MT][C::NT][4];
       const uint32_t aW = smemAddr(sA) + (warp >> 2) * 64 * 128;
       const uint64_t descA = wgDesc(aW);
-      // AR: the warp's A fragments (its 16 rows, every k16 step) in
-      // registers for the whole stage, loaded once (ldmatrix, mma.sync's
-      // A layout, which wgmma's register A uses too): the tensor cores
-      // then read only B from shared memory.
-      uint32_t aF[AR ? AK : 1][kBK / 16][4];
-      if constexpr (AR) {
+      // AR: the A fragments in registers for the whole stage: the tensor
+      // cores then read only B from shared memory. a loads them once a
+      // stage from the A tile (ldmatrix); g, at the chain's first stage,
+      // from the fp32 residual rows in global scratch (every row of the
+      // CTA), rounded as the A tile's stores round; later stages have them
+      // from the update.
+      if constexpr (AR == 2) {
+        if (q == q0) {
+          const float* r0p = res + size_t(16 * warp + (lane >> 2)) * Dp + 2 * (lane & 3);
+          const float* r1p = r0p + 8 * Dp;
+#pragma unroll
+          for (int kc = 0; kc < AK; kc++)
+#pragma unroll
+            for (int ks = 0; ks < kBK / 16; ks++) {
+              const int k0 = kc * kBK + ks * 16;
+              const float2 v0 = *reinterpret_cast<const float2*>(r0p + k0),
+                           v1 = *reinterpret_cast<const float2*>(r1p + k0),
+                           v2 = *reinterpret_cast<const float2*>(r0p + k0 + 8),
+                           v3 = *reinterpret_cast<const float2*>(r1p + k0 + 8);
+              aF[kc][ks][0] = bf16x2(v0.x, v0.y);
+              aF[kc][ks][1] = bf16x2(v1.x, v1.y);
+              aF[kc][ks][2] = bf16x2(v2.x, v2.y);
+              aF[kc][ks][3] = bf16x2(v3.x, v3.y);
+            }
+        }
+      } else if constexpr (AR) {
 #pragma unroll
         for (int kc = 0; kc < AK; kc++)
 #pragma unroll
@@ -1124,8 +1184,77 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       rv[0] = a.x, rv[1] = a.y, rv[2] = a.z, rv[3] = a.w;
       rv[4] = b.x, rv[5] = b.y, rv[6] = b.z, rv[7] = b.w;
     };
+#if RVQ_HAVE_WGMMA && RVQ_BULK
+    if constexpr (kStaged) {
+      // g's update (the residual in global scratch, every row of the CTA
+      // there), k-chunk by k-chunk: pass kc takes dimensions
+      // [64kc, 64kc + 64) of the warp's 16 rows, lane the 16-byte chunk
+      // lane % 8 of rows lane / 8 + 4u (u < 4); r -= C_j in global scratch
+      // as below, bf16(r) into the warp's staging tile (16 rows x 128
+      // bytes, swizzled as an A k-chunk; invalid rows 0), then ldmatrix
+      // into the next stage's aF[kc]. Each lane keeps its 4 rows' partial
+      // ||r||^2, summed over the passes and then over the 8 lanes of a row.
+      static_assert(RW == 16 && kBK == 64, "g: 16 rows a warp, 64-dimension k-chunks");
+      __syncwarp();
+      char* const stg = sA + warp * (16 * kBK * 2);
+      float nrm[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+      for (int kc = 0; kc < AK; kc++) {
+        uint4 cw[4];
+        float rv[4][8];
+        bool act[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+          const int i = i0 + 4 * u + (lane >> 3), k = kc * 8 + (lane & 7);
+          act[u] = !(rnorm[i] < 0.f);
+          // A row that is not valid (sel -1: codeword 0) reads its own zero
+          // residual and stores nothing: no branch, so that the pass's
+          // loads all fly at once, and no other warp's rows.
+          int jj = -1 - sel[i];
+          jj = (jj < 0 || jj >= K) ? 0 : jj;
+          cw[u] = __ldg(reinterpret_cast<const uint4*>(p.words + (size_t(off) + jj) * Dp) + k);
+          loadRes(rv[u], i, k);
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+          const int il = 4 * u + (lane >> 3), i = i0 + il, k = kc * 8 + (lane & 7);
+          float cv[8], r[8];
+          bf8(cw[u], cv);
+          uint32_t h[4];
+#pragma unroll
+          for (int v = 0; v < 4; v++) {
+            r[2 * v] = rv[u][2 * v] - cv[2 * v];
+            r[2 * v + 1] = rv[u][2 * v + 1] - cv[2 * v + 1];
+            nrm[u] += act[u] ? r[2 * v] * r[2 * v] + r[2 * v + 1] * r[2 * v + 1] : 0.f;
+            h[v] = act[u] ? bf16x2(r[2 * v], r[2 * v + 1]) : 0u;
+          }
+          if (act[u]) {
+            float4* rr = reinterpret_cast<float4*>(res + size_t(i) * Dp) + 2 * k;
+            rr[0] = make_float4(r[0], r[1], r[2], r[3]);
+            rr[1] = make_float4(r[4], r[5], r[6], r[7]);
+          }
+          *reinterpret_cast<uint4*>(stg + swz(il, lane & 7)) = make_uint4(h[0], h[1], h[2], h[3]);
+        }
+        __syncwarp();
+#pragma unroll
+        for (int ks = 0; ks < kBK / 16; ks++)
+          ldsm4(smemAddr(stg) + (lane & 15) * 128 + ((ks * 2 + (lane >> 4)) ^ (lane & 7)) * 16, aF[kc][ks][0],
+                aF[kc][ks][1], aF[kc][ks][2], aF[kc][ks][3]);
+        __syncwarp();  // the tile is read before the next pass overwrites it
+      }
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        float s2 = nrm[u];
+        s2 += __shfl_xor_sync(kFull, s2, 1);
+        s2 += __shfl_xor_sync(kFull, s2, 2);
+        s2 += __shfl_xor_sync(kFull, s2, 4);
+        const int i = i0 + 4 * u + (lane >> 3);
+        if ((lane & 7) == 0 && !(rnorm[i] < 0.f)) rnorm[i] = sqrtf(s2);
+      }
+    }
+#endif
     __syncwarp();
-    for (int base = 0; base < RW * cpr; base += 32 * kUp) {
+    for (int base = 0; base < (kStaged ? 0 : RW * cpr); base += 32 * kUp) {
       uint4 cw[kUp];
       float rv[kUp][8], ss[kUp];
       bool act[kUp];
@@ -1157,15 +1286,14 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
             r[2 * v] = rv[u][2 * v] - cv[2 * v];
             r[2 * v + 1] = rv[u][2 * v + 1] - cv[2 * v + 1];
             s2[v] = r[2 * v] * r[2 * v] + r[2 * v + 1] * r[2 * v + 1];
-            __nv_bfloat162 hb = __floats2bfloat162_rn(r[2 * v], r[2 * v + 1]);
-            h[v] = *reinterpret_cast<uint32_t*>(&hb);
+            h[v] = bf16x2(r[2 * v], r[2 * v + 1]);
           }
           if (act[u]) {
             ss[u] = (s2[0] + s2[1]) + (s2[2] + s2[3]);
             float4* rr = reinterpret_cast<float4*>(res + size_t(i) * Dp) + 2 * k;
             rr[0] = make_float4(r[0], r[1], r[2], r[3]);
             rr[1] = make_float4(r[4], r[5], r[6], r[7]);
-            *reinterpret_cast<uint4*>(sA + aOff<BM>(i, k)) = make_uint4(h[0], h[1], h[2], h[3]);
+            if constexpr (!kNoATile<AR>) *reinterpret_cast<uint4*>(sA + aOff<BM>(i, k)) = make_uint4(h[0], h[1], h[2], h[3]);
           }
         }
         if constexpr (!kWhole) addRowNorm(rnorm2, act[u] ? i : -1, ss[u], cpr, lane);
@@ -1234,25 +1362,30 @@ __device__ __forceinline__ void writeQuantized(const Params& p, long long row0) 
 // each stage's codeword rows brought by bulk copies into one of NB buffers
 // (sA, then the free ring), NB stages in flight, into the same per-chunk
 // sums in the same order.
-template <int BM, int NTH, int S, int BN, int WN, bool RS, int AK>
+template <int BM, int NTH, int S, int BN, int WN, bool RS, int AK, int AR>
 __device__ __forceinline__ void writeQuantizedGather(const Params& p, long long row0, char* smem,
                                                      const uint16_t* codesS, const int* metaS) {
 #if RVQ_BULK
   constexpr int Dp = AK * kBK, cpr = Dp / 8, kRowB = Dp * 2, RW = BM / (NTH / 32);
   constexpr int kPC = 8, RP = 32 * kPC / cpr;  // chunks a lane, rows a pass
   constexpr int kBufB = BM * kRowB;
-  constexpr int NB = 1 + S * BN * kBK * 2 / kBufB;
+  // The buffers: the A tile and the ring's bytes (kNoATile: the ring's).
+  constexpr bool kNoA = kNoATile<AR>;
+  constexpr int NB = (kNoA ? 0 : 1) + S * BN * kBK * 2 / kBufB;
   static_assert(RW % RP == 0 && NB <= kGatherBars, "writeQuantizedGather tiling");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, i0 = warp * RW;
   const int Q = static_cast<int>(p.Q), split = static_cast<int>(p.split), D = static_cast<int>(p.D);
   const bool vec = D % 4 == 0 && (reinterpret_cast<uintptr_t>(p.out) & 15) == 0;
-  auto buf = [&](int b) { return smemAddr(smem) + (b == 0 ? 0 : BM * Dp * 2 + (b - 1) * kBufB); };
+  auto buf = [&](int b) {
+    if constexpr (kNoA) return uint32_t(smemAddr(smem) + aTileBytes<BM, AR>(Dp) + b * kBufB);
+    return smemAddr(smem) + (b == 0 ? 0 : BM * Dp * 2 + (b - 1) * kBufB);
+  };
   int g = 0;  // stage loads issued by this warp: buffer g % NB, parity (g / NB) & 1
   for (int r0 = i0; r0 < i0 + RW; r0 += RP) {
     const long long rowL = row0 + r0 + (lane % RP);
     const unsigned valid = __ballot_sync(kFull, lane < RP && rowL < p.rows && rowValid(rowL, p.T, p.lengths));
     auto issue = [&](int qq, int gg) {
-      const uint32_t bar = gatherBar<BM, S>(smem, Dp, BN, WN, RS, warp, gg % NB);
+      const uint32_t bar = gatherBar<BM, S, AR>(smem, Dp, BN, WN, RS, warp, gg % NB);
       if (lane == 0) mbarExpectTx(bar, __popc(valid) * kRowB);
       for (int t = lane; t < RP; t += 32)
         if ((valid >> t) & 1) {
@@ -1269,7 +1402,7 @@ __device__ __forceinline__ void writeQuantizedGather(const Params& p, long long 
 #pragma unroll
       for (int v = 0; v < 8; v++) a[u][v] = 0.f;
     for (int qq = 0; qq < Q; qq++, g++) {
-      mbarWait(gatherBar<BM, S>(smem, Dp, BN, WN, RS, warp, g % NB), (g / NB) & 1);
+      mbarWait(gatherBar<BM, S, AR>(smem, Dp, BN, WN, RS, warp, g % NB), (g / NB) & 1);
 #pragma unroll
       for (int u = 0; u < kPC; u++) {
         const int c = u * 32 + lane, i = r0 + c / cpr, k = c % cpr;
@@ -1327,13 +1460,13 @@ __device__ __forceinline__ void writePadding(const Params& p, long long row0, in
 // streams every (stage, N-tile, k-chunk) load of every chain through the
 // ring, waiting on each slot's empty barrier, never on the compute warps'
 // decisions (the sequence of codebook tiles does not depend on them).
-template <int BM, int BN, int WN, int S, int NW>
+template <int BM, int BN, int WN, int S, int NW, int AR>
 __device__ __forceinline__ void produceAll(const Params& p, char* smem) {
 #if RVQ_BULK
   using C = Cfg<BM, BN, 1, WN, S>;
   if ((threadIdx.x & 31) != 0) return;
   const int Dp = static_cast<int>(p.Dp), KC = Dp / kBK, Q = static_cast<int>(p.Q);
-  char* ring = smem + size_t(BM) * Dp * 2;
+  char* ring = smem + aTileBytes<BM, AR>(Dp);
   float* hnRing = reinterpret_cast<float*>(ring + size_t(S) * C::kSlotB);
   const uint32_t fullA = smemAddr(hnRing + S * BN + WN * BM * 3 + 3 * BM), emptyA = fullA + 8 * S;
   const uint32_t ringAddr = smemAddr(ring);
@@ -1358,7 +1491,7 @@ __device__ __forceinline__ void produceAll(const Params& p, char* smem) {
 #endif
 }
 
-template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS, bool PW, int AK, bool AR>
+template <int BM, int BN, int WM, int WN, int S, bool WG, class B, bool RS, bool PW, int AK, int AR>
 __device__ __forceinline__ void encode(const Params& p) {
   using C = Cfg<BM, BN, WM, WN, S>;
   constexpr bool AW = AK > 0;
@@ -1372,7 +1505,7 @@ __device__ __forceinline__ void encode(const Params& p) {
 #if RVQ_BULK
   {  // the ring's barriers: full (one arrival + bytes), empty (every compute warp)
     const int Dp = static_cast<int>(p.Dp);
-    const uint32_t fullA = smemAddr(rvqSmem + size_t(BM) * Dp * 2 + size_t(S) * C::kSlotB) +
+    const uint32_t fullA = smemAddr(rvqSmem + aTileBytes<BM, AR>(Dp) + size_t(S) * C::kSlotB) +
                            4 * (S * BN + WN * BM * 3 + 3 * BM),
                    emptyA = fullA + 8 * S;
     if (threadIdx.x == 0) {
@@ -1382,7 +1515,7 @@ __device__ __forceinline__ void encode(const Params& p) {
       }
       if constexpr (AW)
         for (int b = 0; b < C::kWarps * kGatherBars; b++)
-          mbarInit(gatherBar<BM, S>(rvqSmem, Dp, BN, WN, RS, 0, b), 1);
+          mbarInit(gatherBar<BM, S, AR>(rvqSmem, Dp, BN, WN, RS, 0, b), 1);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     __syncthreads();
@@ -1398,7 +1531,7 @@ __device__ __forceinline__ void encode(const Params& p) {
 #if RVQ_HAVE_WGMMA
     if constexpr (AW) regsDec<kProducerRegs>();
 #endif
-    if (threadIdx.x < C::kThreads + 32) produceAll<BM, BN, WN, S, C::kWarps>(p, rvqSmem);
+    if (threadIdx.x < C::kThreads + 32) produceAll<BM, BN, WN, S, C::kWarps, AR>(p, rvqSmem);
     // The producer returns here: the roles never rejoin.
     return;
   }
@@ -1408,7 +1541,7 @@ __device__ __forceinline__ void encode(const Params& p) {
   writePadding(p, row0, BM, C::kThreads);
   int split = static_cast<int>(p.split), Q = static_cast<int>(p.Q);
   // Read by writeQuantizedGather only, after the chains' barriers.
-  int* const metaS = stageMeta<BM, S>(rvqSmem, static_cast<int>(p.Dp), BN, WN, RS);
+  int* const metaS = stageMeta<BM, S, AR>(rvqSmem, static_cast<int>(p.Dp), BN, WN, RS);
   if constexpr (AW)
     for (int i = threadIdx.x; i < 2 * Q; i += C::kThreads) metaS[i] = p.meta[(i >> 1) * 4 + (i & 1)];
   Pipe pipe;
@@ -1421,8 +1554,8 @@ __device__ __forceinline__ void encode(const Params& p) {
   // are in codesS.
 #if RVQ_HAVE_WGMMA && RVQ_BULK
   if constexpr (AW) {
-    writeQuantizedGather<BM, C::kThreads, S, BN, WN, RS, AK>(
-        p, row0, rvqSmem, stageCodes<BM, S>(rvqSmem, static_cast<int>(p.Dp), BN, WN, RS), metaS);
+    writeQuantizedGather<BM, C::kThreads, S, BN, WN, RS, AK, AR>(
+        p, row0, rvqSmem, stageCodes<BM, S, AR>(rvqSmem, static_cast<int>(p.Dp), BN, WN, RS), metaS);
     return;
   }
 #endif
@@ -1440,7 +1573,8 @@ __device__ __forceinline__ void encode(const Params& p) {
 
 // Variants (BM, BN, WM x WN warps, ring depth S); the Go launcher picks one
 // per D (shared memory) and $EDGE_RVQ_VARIANT overrides it for sweeps.
-// AR (the a suffix, AK > 0 only): the A operand in registers.
+// AR (AK > 0 only): 1 (the a suffix) the A operand in registers, loaded
+// from the A tile; 2 (g) handed to the next stage by the update.
 #define RVQ_VARIANT(name, BM, BN, WM, WN, S, MINB, WG, B, RS, PW, AK, AR)                                    \
   extern "C" __global__ void __launch_bounds__(WM * WN * 32 + (AK > 0 ? 128 : PW ? 32 : 0), MINB)                \
       name(RVQ_ENCODE_ARGS) {                                                                                   \
@@ -1450,39 +1584,43 @@ __device__ __forceinline__ void encode(const Params& p) {
 // name: m<BM> n<BN> w<WM><WN> (warps) s<ring depth>, p: packed running
 // minimum (all), r: fp32 residual in shared memory, x2: two CTAs an SM,
 // w: a producer warp (one more warp in the block) streams the ring, a: the
-// A operand in registers.
-RVQ_VARIANT(rvq_encode_m128n128w24s4p, 128, 128, 2, 4, 4, 1, false, Best, false, false, 0, false)
-RVQ_VARIANT(rvq_encode_m128n128w24s4pr, 128, 128, 2, 4, 4, 1, false, Best, true, false, 0, false)
-RVQ_VARIANT(rvq_encode_m128n256w24s3p, 128, 256, 2, 4, 3, 1, false, Best, false, false, 0, false)
-RVQ_VARIANT(rvq_encode_m64n128w14s4p, 64, 128, 1, 4, 4, 1, false, Best, false, false, 0, false)
+// A operand in registers, g: the same without an A tile.
+RVQ_VARIANT(rvq_encode_m128n128w24s4p, 128, 128, 2, 4, 4, 1, false, Best, false, false, 0, 0)
+RVQ_VARIANT(rvq_encode_m128n128w24s4pr, 128, 128, 2, 4, 4, 1, false, Best, true, false, 0, 0)
+RVQ_VARIANT(rvq_encode_m128n256w24s3p, 128, 256, 2, 4, 3, 1, false, Best, false, false, 0, 0)
+RVQ_VARIANT(rvq_encode_m64n128w14s4p, 64, 128, 1, 4, 4, 1, false, Best, false, false, 0, 0)
 // mma.sync with whole N-tiles per warp (WN = 1: warp-local stage end).
-RVQ_VARIANT(rvq_encode_m256n128w81s4p, 256, 128, 8, 1, 4, 1, false, Best, false, false, 0, false)
-RVQ_VARIANT(rvq_encode_m128n128w41s4px2, 128, 128, 4, 1, 4, 2, false, Best, false, false, 0, false)
-RVQ_VARIANT(rvq_encode_m128n128w41s4pwx2, 128, 128, 4, 1, 4, 2, false, Best, false, true, 0, false)
+RVQ_VARIANT(rvq_encode_m256n128w81s4p, 256, 128, 8, 1, 4, 1, false, Best, false, false, 0, 0)
+RVQ_VARIANT(rvq_encode_m128n128w41s4px2, 128, 128, 4, 1, 4, 2, false, Best, false, false, 0, 0)
+RVQ_VARIANT(rvq_encode_m128n128w41s4pwx2, 128, 128, 4, 1, 4, 2, false, Best, false, true, 0, 0)
 // Hopper: wgmma m64n128k16 from shared memory, a warpgroup per 64 rows (the
 // mma.sync tiling WM x 1 warps, 16 rows x 128 codewords a warp, elsewhere).
-RVQ_VARIANT(rvq_encode_wg_m128n128s4p, 128, 128, 8, 1, 4, 1, true, Best, false, false, 0, false)
-RVQ_VARIANT(rvq_encode_wg_m128n128s4pw, 128, 128, 8, 1, 4, 1, true, Best, false, true, 0, false)
-RVQ_VARIANT(rvq_encode_wg_m128n128s6pw, 128, 128, 8, 1, 6, 1, true, Best, false, true, 0, false)
-RVQ_VARIANT(rvq_encode_wg_m128n128s3px2, 128, 128, 8, 1, 3, 2, true, Best, false, false, 0, false)
-RVQ_VARIANT(rvq_encode_wg_m128n128s3pwx2, 128, 128, 8, 1, 3, 2, true, Best, false, true, 0, false)
-RVQ_VARIANT(rvq_encode_wg_m192n128s4p, 192, 128, 12, 1, 4, 1, true, Best, false, false, 0, false)
-RVQ_VARIANT(rvq_encode_wg_m192n128s4pw, 192, 128, 12, 1, 4, 1, true, Best, false, true, 0, false)
-RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, Best, false, false, 0, false)
+RVQ_VARIANT(rvq_encode_wg_m128n128s4p, 128, 128, 8, 1, 4, 1, true, Best, false, false, 0, 0)
+RVQ_VARIANT(rvq_encode_wg_m128n128s4pw, 128, 128, 8, 1, 4, 1, true, Best, false, true, 0, 0)
+RVQ_VARIANT(rvq_encode_wg_m128n128s6pw, 128, 128, 8, 1, 6, 1, true, Best, false, true, 0, 0)
+RVQ_VARIANT(rvq_encode_wg_m128n128s3px2, 128, 128, 8, 1, 3, 2, true, Best, false, false, 0, 0)
+RVQ_VARIANT(rvq_encode_wg_m128n128s3pwx2, 128, 128, 8, 1, 3, 2, true, Best, false, true, 0, 0)
+RVQ_VARIANT(rvq_encode_wg_m192n128s4p, 192, 128, 12, 1, 4, 1, true, Best, false, false, 0, 0)
+RVQ_VARIANT(rvq_encode_wg_m192n128s4pw, 192, 128, 12, 1, 4, 1, true, Best, false, true, 0, 0)
+RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, Best, false, false, 0, 0)
 // Hopper, asynchronous N-tiles (wa): two accumulator sets per warpgroup, the
 // next N-tile's wgmma in flight while the warps fold the current one's
 // scores; a producer warpgroup and setmaxnreg (384 threads, one CTA an SM).
 // The pipeline is compiled for one padded width (the _d<Dp> suffix, AK =
 // Dp / 64 k-chunks a tile, S >= 2 AK ring slots); elsewhere than sm_90a the
 // same kernels run the plain loop for any D.
-RVQ_VARIANT(rvq_encode_wa_m128n128s6pw_d128, 128, 128, 8, 1, 6, 1, true, Best, false, true, 2, false)
-RVQ_VARIANT(rvq_encode_wa_m128n128s8pw_d128, 128, 128, 8, 1, 8, 1, true, Best, false, true, 2, false)
-RVQ_VARIANT(rvq_encode_wa_m128n128s6pwr_d128, 128, 128, 8, 1, 6, 1, true, Best, true, true, 2, false)
+RVQ_VARIANT(rvq_encode_wa_m128n128s6pw_d128, 128, 128, 8, 1, 6, 1, true, Best, false, true, 2, 0)
+RVQ_VARIANT(rvq_encode_wa_m128n128s8pw_d128, 128, 128, 8, 1, 8, 1, true, Best, false, true, 2, 0)
+RVQ_VARIANT(rvq_encode_wa_m128n128s6pwr_d128, 128, 128, 8, 1, 6, 1, true, Best, true, true, 2, 0)
 // N-tiles of 64 codewords (wgmma m64n64k16): half the ring bytes a tile, so
 // that D = 256 keeps two tiles in flight and two more loading.
-RVQ_VARIANT(rvq_encode_wa_m128n64s16pw_d256, 128, 64, 8, 1, 16, 1, true, Best, false, true, 4, false)
-RVQ_VARIANT(rvq_encode_wa_m128n128s6pwra_d128, 128, 128, 8, 1, 6, 1, true, Best, true, true, 2, true)
-RVQ_VARIANT(rvq_encode_wa_m128n64s16pwa_d256, 128, 64, 8, 1, 16, 1, true, Best, false, true, 4, true)
+RVQ_VARIANT(rvq_encode_wa_m128n64s16pw_d256, 128, 64, 8, 1, 16, 1, true, Best, false, true, 4, 0)
+RVQ_VARIANT(rvq_encode_wa_m128n128s6pwra_d128, 128, 128, 8, 1, 6, 1, true, Best, true, true, 2, 1)
+RVQ_VARIANT(rvq_encode_wa_m128n64s16pwa_d256, 128, 64, 8, 1, 16, 1, true, Best, false, true, 4, 1)
+// g: the A fragments handed from each stage's update to the next (staging
+// tiles, no A tile on sm_90a): at D = 256 a ring of 12 slots of 128
+// codewords, a whole N-tile loading while two are held.
+RVQ_VARIANT(rvq_encode_wa_m128n128s12pwg_d256, 128, 128, 8, 1, 12, 1, true, Best, false, true, 4, 2)
 
 // rvq_small_score: stage q of the small-batch path. Grid (ceil(K/256),
 // nrows), block 256: thread e scores entry e exactly (CPU formula) for the

@@ -50,7 +50,7 @@ func BenchmarkCUDAEncode(b *testing.B) {
 		}
 		xd := devF32(b, be, x)
 		codes, quant := devOut(b, be, B*T*Q), devOut(b, be, B*T*D)
-		res, err := be.Malloc(int64(B*T) * int64(dc.dp) * 4)
+		res, err := be.Malloc(int64(scratchRows(B*T)) * int64(dc.dp) * 4)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -71,6 +71,10 @@ type variant struct {
 	// awDp padded values and runs for those only, elsewhere the kernel runs
 	// the plain loop for any width.
 	awDp int
+	// staged (the g kernels): the update hands the next stage its A
+	// fragments through a 2 KiB staging tile a warp, and on Hopper the
+	// kernel has those tiles instead of the bf16 A tile.
+	staged bool
 }
 
 // grid is its number of CTAs for rows rows.
@@ -90,17 +94,22 @@ func (v variant) threads() int {
 	return 32 * v.wm * v.wn
 }
 
-// shared is its dynamic shared memory for rows of dp values: the bf16 A
-// tile, the ring (codewords and hn), the per-warp partial minima, three
-// per-row words, the ring's two mbarriers a slot, with rs the fp32
+// shared is its dynamic shared memory for rows of dp values on a GPU that is
+// Hopper or not: the bf16 A tile (staged on Hopper: the staging tiles, 64
+// values a row), the ring (codewords and hn), the per-warp partial minima,
+// three per-row words, the ring's two mbarriers a slot, with rs the fp32
 // residual rows, and for the aw kernels the quantized-gather region: every
 // stage's uint16 code of every row, every stage's (codeword offset, K) as
 // two int32 and gatherBars 8-byte mbarriers for each of up to 8 warps
-// (kernels/rvq.cu's sharedRows, stageCodes, stageMeta, gatherBar and its
-// shared-memory comment).
-func (v variant) shared(dp int) int {
+// (kernels/rvq.cu's aTileBytes, sharedRows, stageCodes, stageMeta,
+// gatherBar and its shared-memory comment).
+func (v variant) shared(dp int, hopper bool) int {
 	const gatherBars, maxWarps = 8, 8 // kernels/rvq.cu's kGatherBars and its 8 warps at most
-	n := v.bm*dp*2 + v.stage*(v.bn*dimAlign*2+v.bn*4) + v.wn*v.bm*12 + v.bm*12 + v.stage*16
+	a := v.bm * dp * 2
+	if v.staged && hopper {
+		a = v.bm * dimAlign * 2
+	}
+	n := a + v.stage*(v.bn*dimAlign*2+v.bn*4) + v.wn*v.bm*12 + v.bm*12 + v.stage*16
 	if v.rs {
 		n += v.bm * dp * 4
 	}
@@ -114,39 +123,42 @@ func (v variant) shared(dp int) int {
 // first whose shared memory fits the device for the codebooks' D (the wg
 // ones on Hopper only).
 var variants = []variant{
-	{"rvq_encode_wg_m128n128s3px2", 128, 128, 8, 1, 3, false, false, 0},
-	{"rvq_encode_wg_m192n128s4p", 192, 128, 12, 1, 4, false, false, 0},
-	{"rvq_encode_wg_m128n128s4p", 128, 128, 8, 1, 4, false, false, 0},
-	{"rvq_encode_m128n128w24s4p", 128, 128, 2, 4, 4, false, false, 0},
-	{"rvq_encode_m64n128w14s4p", 64, 128, 1, 4, 4, false, false, 0},
-	{"rvq_encode_m128n128w24s4pr", 128, 128, 2, 4, 4, true, false, 0},
-	{"rvq_encode_m128n256w24s3p", 128, 256, 2, 4, 3, false, false, 0},
-	{"rvq_encode_m256n128w81s4p", 256, 128, 8, 1, 4, false, false, 0},
-	{"rvq_encode_m128n128w41s4px2", 128, 128, 4, 1, 4, false, false, 0},
-	{"rvq_encode_m128n128w41s4pwx2", 128, 128, 4, 1, 4, false, true, 0},
+	{"rvq_encode_wg_m128n128s3px2", 128, 128, 8, 1, 3, false, false, 0, false},
+	{"rvq_encode_wg_m192n128s4p", 192, 128, 12, 1, 4, false, false, 0, false},
+	{"rvq_encode_wg_m128n128s4p", 128, 128, 8, 1, 4, false, false, 0, false},
+	{"rvq_encode_m128n128w24s4p", 128, 128, 2, 4, 4, false, false, 0, false},
+	{"rvq_encode_m64n128w14s4p", 64, 128, 1, 4, 4, false, false, 0, false},
+	{"rvq_encode_m128n128w24s4pr", 128, 128, 2, 4, 4, true, false, 0, false},
+	{"rvq_encode_m128n256w24s3p", 128, 256, 2, 4, 3, false, false, 0, false},
+	{"rvq_encode_m256n128w81s4p", 256, 128, 8, 1, 4, false, false, 0, false},
+	{"rvq_encode_m128n128w41s4px2", 128, 128, 4, 1, 4, false, false, 0, false},
+	{"rvq_encode_m128n128w41s4pwx2", 128, 128, 4, 1, 4, false, true, 0, false},
 	// wg: wgmma on sm_90a (unless kernels/rvq.cu is built with
 	// RVQ_NO_WGMMA), the same tiling on mma.sync elsewhere.
-	{"rvq_encode_wg_m128n128s4pw", 128, 128, 8, 1, 4, false, true, 0},
-	{"rvq_encode_wg_m128n128s6pw", 128, 128, 8, 1, 6, false, true, 0},
-	{"rvq_encode_wg_m128n128s3pwx2", 128, 128, 8, 1, 3, false, true, 0},
-	{"rvq_encode_wg_m192n128s4pw", 192, 128, 12, 1, 4, false, true, 0},
-	{"rvq_encode_wg_m256n128s3p", 256, 128, 16, 1, 3, false, false, 0},
+	{"rvq_encode_wg_m128n128s4pw", 128, 128, 8, 1, 4, false, true, 0, false},
+	{"rvq_encode_wg_m128n128s6pw", 128, 128, 8, 1, 6, false, true, 0, false},
+	{"rvq_encode_wg_m128n128s3pwx2", 128, 128, 8, 1, 3, false, true, 0, false},
+	{"rvq_encode_wg_m192n128s4pw", 192, 128, 12, 1, 4, false, true, 0, false},
+	{"rvq_encode_wg_m256n128s3p", 256, 128, 16, 1, 3, false, false, 0, false},
 	// wa: wg with asynchronous N-tiles, a producer warpgroup and setmaxnreg
 	// (sm_90a), the pipeline compiled for one padded width.
-	{"rvq_encode_wa_m128n128s6pw_d128", 128, 128, 8, 1, 6, false, true, 128},
-	{"rvq_encode_wa_m128n128s8pw_d128", 128, 128, 8, 1, 8, false, true, 128},
-	{"rvq_encode_wa_m128n128s6pwr_d128", 128, 128, 8, 1, 6, true, true, 128},
-	{"rvq_encode_wa_m128n64s16pw_d256", 128, 64, 8, 1, 16, false, true, 256},
+	{"rvq_encode_wa_m128n128s6pw_d128", 128, 128, 8, 1, 6, false, true, 128, false},
+	{"rvq_encode_wa_m128n128s8pw_d128", 128, 128, 8, 1, 8, false, true, 128, false},
+	{"rvq_encode_wa_m128n128s6pwr_d128", 128, 128, 8, 1, 6, true, true, 128, false},
+	{"rvq_encode_wa_m128n64s16pw_d256", 128, 64, 8, 1, 16, false, true, 256, false},
 	// a: the A operand (the bf16 residual) in registers for the stage.
-	{"rvq_encode_wa_m128n128s6pwra_d128", 128, 128, 8, 1, 6, true, true, 128},
-	{"rvq_encode_wa_m128n64s16pwa_d256", 128, 64, 8, 1, 16, false, true, 256},
+	{"rvq_encode_wa_m128n128s6pwra_d128", 128, 128, 8, 1, 6, true, true, 128, false},
+	{"rvq_encode_wa_m128n64s16pwa_d256", 128, 64, 8, 1, 16, false, true, 256, false},
+	// g: the update hands the next stage its A fragments (no A tile on
+	// Hopper: a ring of 12 slots of 128 codewords at D = 256).
+	{"rvq_encode_wa_m128n128s12pwg_d256", 128, 128, 8, 1, 12, false, true, 256, true},
 }
 
 // fits returns why variant v cannot encode rows of d values (dp padded) on
 // this GPU, or nil: its shared memory, and on Hopper (where the aw variants
 // run their two-tile pipeline, compiled without another loop) its ring.
 func (k *cudaKernels) fits(v variant, d, dp int) error {
-	if need := v.shared(dp); need > k.maxShared[v.name] {
+	if need := v.shared(dp, k.hopper); need > k.maxShared[v.name] {
 		return fmt.Errorf("rvq: variant %s needs %d B of shared memory for D = %d; the device allows %d B", v.name, need, d, k.maxShared[v.name])
 	}
 	if k.hopper && v.aw() && v.awDp != dp {
@@ -365,7 +377,7 @@ var preferred = []struct {
 }{
 	{128, []string{"rvq_encode_wa_m128n128s6pwra_d128", "rvq_encode_wa_m128n128s6pwr_d128", "rvq_encode_wa_m128n128s6pw_d128", "rvq_encode_wa_m128n128s8pw_d128",
 		"rvq_encode_wg_m128n128s3pwx2", "rvq_encode_wg_m128n128s3px2", "rvq_encode_wg_m192n128s4pw"}},
-	{256, []string{"rvq_encode_wa_m128n64s16pwa_d256", "rvq_encode_wa_m128n64s16pw_d256", "rvq_encode_wg_m256n128s3p", "rvq_encode_wg_m192n128s4pw"}},
+	{256, []string{"rvq_encode_wa_m128n128s12pwg_d256", "rvq_encode_wa_m128n64s16pwa_d256", "rvq_encode_wa_m128n64s16pw_d256", "rvq_encode_wg_m256n128s3p", "rvq_encode_wg_m192n128s4pw"}},
 	{1024, []string{"rvq_encode_wg_m256n128s3p", "rvq_encode_wg_m192n128s4pw"}},
 }
 
@@ -455,7 +467,7 @@ func (dc *DeviceCodebooks) Encode(x cuda.DevicePtr, bt Batch, codes, quantized c
 	if err := be.Memset(status.Ptr(), 0xFF, 8); err != nil {
 		return err
 	}
-	res, err := s.alloc(int64(rows) * int64(dc.dp) * 4)
+	res, err := s.alloc(int64(scratchRows(rows)) * int64(dc.dp) * 4)
 	if err != nil {
 		return err
 	}
@@ -552,12 +564,17 @@ func (dc *DeviceCodebooks) encodeStream(s *devScratch, x cuda.DevicePtr, bt Batc
 		x, rowList, c.dim, dc.dp, len(c.stages), c.split, dc.words, dc.hn, dc.meta, codes, quantized)
 }
 
-// launchFused queues the fused encoder; with status non-zero it also checks
-// x as rvq_check does (the lowest flagged row into *status).
+// scratchRows is the fp32 residual scratch's rows for rows frames: every row
+// of the fused kernels' last CTA (BM <= 256), which the g kernels read.
+func scratchRows(rows int) int { return (rows + 255) / 256 * 256 }
+
+// launchFused queues the fused encoder (res: scratchRows(rows) x dp floats);
+// with status non-zero it also checks x as rvq_check does (the lowest
+// flagged row into *status).
 func (dc *DeviceCodebooks) launchFused(v variant, k *cuda.Kernel, x cuda.DevicePtr, bt Batch, lengths, res, codes, quantized, stats, status cuda.DevicePtr) error {
 	c := dc.c
 	rows := bt.B * bt.T
-	return k.Launch(cuda.Dim3{X: v.grid(rows), Y: 1, Z: 1}, cuda.Dim3{X: v.threads(), Y: 1, Z: 1}, v.shared(dc.dp),
+	return k.Launch(cuda.Dim3{X: v.grid(rows), Y: 1, Z: 1}, cuda.Dim3{X: v.threads(), Y: 1, Z: 1}, v.shared(dc.dp, dc.k.hopper),
 		x, lengths, rows, bt.T, c.dim, dc.dp, len(c.stages), c.split, dc.words, dc.tiles, dc.hn, dc.meta, codes, quantized, res, stats,
 		float64(MaxSquaredNorm), status)
 }

@@ -152,19 +152,24 @@ func TestCUDAEncodeMatchesCPU(t *testing.T) {
 
 // TestVariantSharedMemory pins variant.shared to kernels/rvq.cu's
 // shared-memory comment: 106 KiB for m128n128w24s4p at D = 128, 170 KiB
-// with the residual, and the quantized-gather region (8960 bytes at
-// BM = 128) for the aw kernels only.
+// with the residual, the quantized-gather region (8960 bytes at BM = 128)
+// for the aw kernels only, and the g kernel's staging tiles on Hopper.
 func TestVariantSharedMemory(t *testing.T) {
 	byName := map[string]variant{}
 	for _, v := range variants {
 		byName[v.name] = v
 	}
-	assert.Equal(t, 108096, byName["rvq_encode_m128n128w24s4p"].shared(128))
-	assert.Equal(t, 108096+128*128*4, byName["rvq_encode_m128n128w24s4pr"].shared(128))
+	assert.Equal(t, 108096, byName["rvq_encode_m128n128w24s4p"].shared(128, true))
+	assert.Equal(t, 108096+128*128*4, byName["rvq_encode_m128n128w24s4pr"].shared(128, true))
 	wa := byName["rvq_encode_wa_m128n128s6pwra_d128"]
 	plain := wa
 	plain.awDp = 0
-	assert.Equal(t, 128*MaxStages*2+MaxStages*8+8*8*8, wa.shared(128)-plain.shared(128))
+	assert.Equal(t, 128*MaxStages*2+MaxStages*8+8*8*8, wa.shared(128, true)-plain.shared(128, true))
+	// g at D = 256 on Hopper: 16 KiB of staging tiles instead of the
+	// 64 KiB A tile; elsewhere the A tile.
+	g := byName["rvq_encode_wa_m128n128s12pwg_d256"]
+	assert.Equal(t, 128*64*2+12*(128*64*2+128*4)+128*12+128*12+12*16+8960, g.shared(256, true))
+	assert.Equal(t, g.shared(256, true)-128*64*2+128*256*2, g.shared(256, false))
 }
 
 // TestCUDAVariants runs every fused variant that fits the device at D = 128
