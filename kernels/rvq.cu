@@ -224,6 +224,22 @@ __device__ __forceinline__ void bf8(uint4 w, float (&f)[8]) {
   }
 }
 
+// subChunk is one 16-byte chunk of the update: r = rv - C (cw: the chunk of
+// the codeword, 8 bf16), h = r's bf16 pairs (bf16x2); it returns the
+// chunk's ||r||^2 as (s0 + s1) + (s2 + s3), s_v = r_2v^2 + r_2v+1^2.
+__device__ __forceinline__ float subChunk(const float (&rv)[8], uint4 cw, float (&r)[8], uint32_t (&h)[4]) {
+  float cv[8], s2[4];
+  bf8(cw, cv);
+#pragma unroll
+  for (int v = 0; v < 4; v++) {
+    r[2 * v] = rv[2 * v] - cv[2 * v];
+    r[2 * v + 1] = rv[2 * v + 1] - cv[2 * v + 1];
+    s2[v] = r[2 * v] * r[2 * v] + r[2 * v + 1] * r[2 * v + 1];
+    h[v] = bf16x2(r[2 * v], r[2 * v + 1]);
+  }
+  return (s2[0] + s2[1]) + (s2[2] + s2[3]);
+}
+
 // RVQ_HAVE_WGMMA: the wg variants issue wgmma (sm_90a; -DRVQ_NO_WGMMA
 // builds them on mma.sync, for comparisons).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(RVQ_NO_WGMMA)
@@ -555,7 +571,7 @@ struct Params {
   const int* meta;
   int* codes;
   float* out;
-  float* res;  // scratch [rows rounded up to 256][Dp] (the g kernels read every row of their CTA)
+  float* res;  // scratch [rows rounded up to 256][Dp] (the kWhole kernels read every row of their CTA)
   int* stats;  // [0]: rows re-scored exactly (counted with atomicAdd)
   // The input check (rvq_check's, fused): a valid row whose fp32 squared
   // norm (this kernel's order) is not <= limit (non-finite values
@@ -711,10 +727,10 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       const long long row = row0 + i;
       const bool in = c < (warp + 1) * RW * cpr;
       const bool ok = in && row < p.rows && rowValid(row, p.T, p.lengths);
-      // g builds the chain's first A fragments from these rows and its
-      // update reads its invalid rows' own: zeros for those too (the
-      // launcher's scratch has every row of the last CTA).
-      if (ok || ((RS || AR == 2) && in)) {
+      // The kWhole updates read the rows that are not valid too (and g
+      // builds the chain's first A fragments from these rows): zeros for
+      // those (the launcher's scratch has every row of the last CTA).
+      if (ok || ((RS || kWhole) && in)) {
         float4* rr = reinterpret_cast<float4*>(res + size_t(i) * Dp) + 2 * k;
         rr[0] = make_float4(v[u][0], v[u][1], v[u][2], v[u][3]);
         rr[1] = make_float4(v[u][4], v[u][5], v[u][6], v[u][7]);
@@ -1172,9 +1188,9 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     // With kWhole a pass's row norms come out of one reduce-scatter of its
     // sums (rowSums: a lane ends with one row's ||r||^2) and rnorm is
     // written there, one sqrt a lane; and the chunks' loads take no branch
-    // (a row that is not valid reads row 0, which every CTA has, and
-    // stores nothing), so that the loads of a pass are all in flight
-    // before the first is used.
+    // (a row that is not valid reads its own zero row and stores nothing),
+    // so that the loads of a pass are all in flight before the first is
+    // used.
     constexpr int kUp = AW && RS ? 2 * kU : kU;
     if constexpr (!kWhole)
       for (int ii = lane; ii < RW; ii += 32) rnorm2[i0 + ii] = 0.f;
@@ -1218,22 +1234,17 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
 #pragma unroll
         for (int u = 0; u < 4; u++) {
           const int il = 4 * u + (lane >> 3), i = i0 + il, k = kc * 8 + (lane & 7);
-          float cv[8], r[8];
-          bf8(cw[u], cv);
+          float r[8];
           uint32_t h[4];
-#pragma unroll
-          for (int v = 0; v < 4; v++) {
-            r[2 * v] = rv[u][2 * v] - cv[2 * v];
-            r[2 * v + 1] = rv[u][2 * v + 1] - cv[2 * v + 1];
-            nrm[u] += act[u] ? r[2 * v] * r[2 * v] + r[2 * v + 1] * r[2 * v + 1] : 0.f;
-            h[v] = act[u] ? bf16x2(r[2 * v], r[2 * v + 1]) : 0u;
-          }
+          const float s2 = subChunk(rv[u], cw[u], r, h);
           if (act[u]) {
+            nrm[u] += s2;
             float4* rr = reinterpret_cast<float4*>(res + size_t(i) * Dp) + 2 * k;
             rr[0] = make_float4(r[0], r[1], r[2], r[3]);
             rr[1] = make_float4(r[4], r[5], r[6], r[7]);
           }
-          *reinterpret_cast<uint4*>(stg + swz(il, lane & 7)) = make_uint4(h[0], h[1], h[2], h[3]);
+          const uint4 hv = act[u] ? make_uint4(h[0], h[1], h[2], h[3]) : make_uint4(0u, 0u, 0u, 0u);
+          *reinterpret_cast<uint4*>(stg + swz(il, lane & 7)) = hv;
         }
         __syncwarp();
 #pragma unroll
@@ -1263,11 +1274,14 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
         const int c = base + u * 32 + lane, i = i0 + c / cpr, k = c % cpr;
         act[u] = c < RW * cpr && !(rnorm[i] < 0.f);
         if (kWhole || act[u]) {
-          const int il = act[u] ? i : 0;
-          int jj = -1 - sel[il];
+          // kWhole: every chunk of a pass is a row of this warp's; one that
+          // is not valid (sel -1: codeword 0) reads its own row (shared
+          // memory, or the launcher's scratch, which has every row of the
+          // CTA) and stores nothing: no branch, and no other warp's rows.
+          int jj = -1 - sel[i];
           jj = (jj < 0 || jj >= K) ? 0 : jj;
           cw[u] = __ldg(reinterpret_cast<const uint4*>(p.words + (size_t(off) + jj) * Dp) + k);
-          if constexpr (!RS) loadRes(rv[u], il, k);
+          if constexpr (!RS) loadRes(rv[u], i, k);
         }
       }
 #pragma unroll
@@ -1277,19 +1291,12 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
         if (kWhole || act[u]) {
           // With RS the residual is read here, from shared memory, so that
           // only the codeword chunks hold registers while the loads fly.
-          if constexpr (RS) loadRes(rv[u], act[u] ? i : 0, k);
-          float cv[8], r[8], s2[4];
-          bf8(cw[u], cv);
+          if constexpr (RS) loadRes(rv[u], i, k);
+          float r[8];
           uint32_t h[4];
-#pragma unroll
-          for (int v = 0; v < 4; v++) {
-            r[2 * v] = rv[u][2 * v] - cv[2 * v];
-            r[2 * v + 1] = rv[u][2 * v + 1] - cv[2 * v + 1];
-            s2[v] = r[2 * v] * r[2 * v] + r[2 * v + 1] * r[2 * v + 1];
-            h[v] = bf16x2(r[2 * v], r[2 * v + 1]);
-          }
+          const float s2 = subChunk(rv[u], cw[u], r, h);
           if (act[u]) {
-            ss[u] = (s2[0] + s2[1]) + (s2[2] + s2[3]);
+            ss[u] = s2;
             float4* rr = reinterpret_cast<float4*>(res + size_t(i) * Dp) + 2 * k;
             rr[0] = make_float4(r[0], r[1], r[2], r[3]);
             rr[1] = make_float4(r[4], r[5], r[6], r[7]);

@@ -564,8 +564,9 @@ func (dc *DeviceCodebooks) encodeStream(s *devScratch, x cuda.DevicePtr, bt Batc
 		x, rowList, c.dim, dc.dp, len(c.stages), c.split, dc.words, dc.hn, dc.meta, codes, quantized)
 }
 
-// scratchRows is the fp32 residual scratch's rows for rows frames: every row
-// of the fused kernels' last CTA (BM <= 256), which the g kernels read.
+// scratchRows is the fp32 residual scratch's rows for rows frames, rounded up
+// to 256: every row of the last CTA of the wa kernels (128 rows), whose
+// update reads the rows that are not valid as well (zeros).
 func scratchRows(rows int) int { return (rows + 255) / 256 * 256 }
 
 // launchFused queues the fused encoder (res: scratchRows(rows) x dp floats);
