@@ -122,7 +122,8 @@
 //     chain's first stage loads them from the fp32 residual in global
 //     scratch. The 48 KiB saved let the ring hold 12 slots of 128
 //     codewords (N-tiles of 128 at D = 256, a whole tile loading while two
-//     are held): 231 KiB in all.
+//     are held): 226 KiB (231360 bytes) in all. The chain's last stage
+//     skips the update (no later stage reads it) and stores its codes.
 //   * Stage end, guard, exact re-score, update: as above (warp-local; a
 //     warpgroup barrier before the next stage's wgmma).
 //   * quantized (writeQuantizedGather): every stage's codes are kept in
@@ -1152,6 +1153,11 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     // ---- update. Warp w owns rows [w*RW, (w+1)*RW): first the exact
     // re-score of its near ties, then r -= C_j for all its rows at once,
     // 8 values (16 bytes of codeword) per lane and kUp chunks in flight.
+    // g: the chain's last stage only writes its codes; nothing reads that
+    // residual, its norms or A (quantized is summed from the codes, and a
+    // second chain starts from x). (The same skip in the other kernels'
+    // update makes ptxas spill in s6pwra_d128.)
+    const bool lastStage = q + 1 == q1;
     constexpr int RW = BM / C::kWarps;
     static_assert(RW <= 32, "a warp's rows fit one ballot");
     const int i0 = warp * RW;
@@ -1202,65 +1208,67 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     };
 #if RVQ_HAVE_WGMMA && RVQ_BULK
     if constexpr (kStaged) {
-      // g's update (the residual in global scratch, every row of the CTA
-      // there), k-chunk by k-chunk: pass kc takes dimensions
-      // [64kc, 64kc + 64) of the warp's 16 rows, lane the 16-byte chunk
-      // lane % 8 of rows lane / 8 + 4u (u < 4); r -= C_j in global scratch
-      // as below, bf16(r) into the warp's staging tile (16 rows x 128
-      // bytes, swizzled as an A k-chunk; invalid rows 0), then ldmatrix
-      // into the next stage's aF[kc]. Each lane keeps its 4 rows' partial
-      // ||r||^2, summed over the passes and then over the 8 lanes of a row.
-      static_assert(RW == 16 && kBK == 64, "g: 16 rows a warp, 64-dimension k-chunks");
-      __syncwarp();
-      char* const stg = sA + warp * (16 * kBK * 2);
-      float nrm[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-      for (int kc = 0; kc < AK; kc++) {
-        uint4 cw[4];
-        float rv[4][8];
-        bool act[4];
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-          const int i = i0 + 4 * u + (lane >> 3), k = kc * 8 + (lane & 7);
-          act[u] = !(rnorm[i] < 0.f);
-          // A row that is not valid (sel -1: codeword 0) reads its own zero
-          // residual and stores nothing: no branch, so that the pass's
-          // loads all fly at once, and no other warp's rows.
-          int jj = -1 - sel[i];
-          jj = (jj < 0 || jj >= K) ? 0 : jj;
-          cw[u] = __ldg(reinterpret_cast<const uint4*>(p.words + (size_t(off) + jj) * Dp) + k);
-          loadRes(rv[u], i, k);
-        }
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-          const int il = 4 * u + (lane >> 3), i = i0 + il, k = kc * 8 + (lane & 7);
-          float r[8];
-          uint32_t h[4];
-          const float s2 = subChunk(rv[u], cw[u], r, h);
-          if (act[u]) {
-            nrm[u] += s2;
-            float4* rr = reinterpret_cast<float4*>(res + size_t(i) * Dp) + 2 * k;
-            rr[0] = make_float4(r[0], r[1], r[2], r[3]);
-            rr[1] = make_float4(r[4], r[5], r[6], r[7]);
-          }
-          const uint4 hv = act[u] ? make_uint4(h[0], h[1], h[2], h[3]) : make_uint4(0u, 0u, 0u, 0u);
-          *reinterpret_cast<uint4*>(stg + swz(il, lane & 7)) = hv;
-        }
+      if (!lastStage) {
+        // g's update (the residual in global scratch, every row of the CTA
+        // there), k-chunk by k-chunk: pass kc takes dimensions
+        // [64kc, 64kc + 64) of the warp's 16 rows, lane the 16-byte chunk
+        // lane % 8 of rows lane / 8 + 4u (u < 4); r -= C_j in global scratch
+        // as below, bf16(r) into the warp's staging tile (16 rows x 128
+        // bytes, swizzled as an A k-chunk; invalid rows 0), then ldmatrix
+        // into the next stage's aF[kc]. Each lane keeps its 4 rows' partial
+        // ||r||^2, summed over the passes and then over the 8 lanes of a row.
+        static_assert(RW == 16 && kBK == 64, "g: 16 rows a warp, 64-dimension k-chunks");
         __syncwarp();
+        char* const stg = sA + warp * (16 * kBK * 2);
+        float nrm[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-        for (int ks = 0; ks < kBK / 16; ks++)
-          ldsm4(smemAddr(stg) + (lane & 15) * 128 + ((ks * 2 + (lane >> 4)) ^ (lane & 7)) * 16, aF[kc][ks][0],
-                aF[kc][ks][1], aF[kc][ks][2], aF[kc][ks][3]);
-        __syncwarp();  // the tile is read before the next pass overwrites it
-      }
+        for (int kc = 0; kc < AK; kc++) {
+          uint4 cw[4];
+          float rv[4][8];
+          bool act[4];
 #pragma unroll
-      for (int u = 0; u < 4; u++) {
-        float s2 = nrm[u];
-        s2 += __shfl_xor_sync(kFull, s2, 1);
-        s2 += __shfl_xor_sync(kFull, s2, 2);
-        s2 += __shfl_xor_sync(kFull, s2, 4);
-        const int i = i0 + 4 * u + (lane >> 3);
-        if ((lane & 7) == 0 && !(rnorm[i] < 0.f)) rnorm[i] = sqrtf(s2);
+          for (int u = 0; u < 4; u++) {
+            const int i = i0 + 4 * u + (lane >> 3), k = kc * 8 + (lane & 7);
+            act[u] = !(rnorm[i] < 0.f);
+            // A row that is not valid (sel -1: codeword 0) reads its own zero
+            // residual and stores nothing: no branch, so that the pass's
+            // loads all fly at once, and no other warp's rows.
+            int jj = -1 - sel[i];
+            jj = (jj < 0 || jj >= K) ? 0 : jj;
+            cw[u] = __ldg(reinterpret_cast<const uint4*>(p.words + (size_t(off) + jj) * Dp) + k);
+            loadRes(rv[u], i, k);
+          }
+#pragma unroll
+          for (int u = 0; u < 4; u++) {
+            const int il = 4 * u + (lane >> 3), i = i0 + il, k = kc * 8 + (lane & 7);
+            float r[8];
+            uint32_t h[4];
+            const float s2 = subChunk(rv[u], cw[u], r, h);
+            if (act[u]) {
+              nrm[u] += s2;
+              float4* rr = reinterpret_cast<float4*>(res + size_t(i) * Dp) + 2 * k;
+              rr[0] = make_float4(r[0], r[1], r[2], r[3]);
+              rr[1] = make_float4(r[4], r[5], r[6], r[7]);
+            }
+            const uint4 hv = act[u] ? make_uint4(h[0], h[1], h[2], h[3]) : make_uint4(0u, 0u, 0u, 0u);
+            *reinterpret_cast<uint4*>(stg + swz(il, lane & 7)) = hv;
+          }
+          __syncwarp();
+#pragma unroll
+          for (int ks = 0; ks < kBK / 16; ks++)
+            ldsm4(smemAddr(stg) + (lane & 15) * 128 + ((ks * 2 + (lane >> 4)) ^ (lane & 7)) * 16, aF[kc][ks][0],
+                  aF[kc][ks][1], aF[kc][ks][2], aF[kc][ks][3]);
+          __syncwarp();  // the tile is read before the next pass overwrites it
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+          float s2 = nrm[u];
+          s2 += __shfl_xor_sync(kFull, s2, 1);
+          s2 += __shfl_xor_sync(kFull, s2, 2);
+          s2 += __shfl_xor_sync(kFull, s2, 4);
+          const int i = i0 + 4 * u + (lane >> 3);
+          if ((lane & 7) == 0 && !(rnorm[i] < 0.f)) rnorm[i] = sqrtf(s2);
+        }
       }
     }
 #endif
@@ -1374,7 +1382,10 @@ __device__ __forceinline__ void writeQuantizedGather(const Params& p, long long 
                                                      const uint16_t* codesS, const int* metaS) {
 #if RVQ_BULK
   constexpr int Dp = AK * kBK, cpr = Dp / 8, kRowB = Dp * 2, RW = BM / (NTH / 32);
-  constexpr int kPC = 8, RP = 32 * kPC / cpr;  // chunks a lane, rows a pass
+  // One pass: a lane sums kPC chunks of the warp's RW rows (8 at D = 128,
+  // 16 at D = 256: the accumulators are free after the chains), so each
+  // stage's copies are one latency for all of the warp's rows.
+  constexpr int kPC = RW * cpr / 32, RP = RW;  // chunks a lane, rows a pass
   constexpr int kBufB = BM * kRowB;
   // The buffers: the A tile and the ring's bytes (kNoATile: the ring's).
   constexpr bool kNoA = kNoATile<AR>;
@@ -1403,7 +1414,7 @@ __device__ __forceinline__ void writeQuantizedGather(const Params& p, long long 
     };
     proxyFence();  // generic accesses of the buffers before the copies
     for (int qq = 0; qq < NB && qq < Q; qq++) issue(qq, g + qq);
-    float a[kPC][8], tot[kPC][8];
+    float a[kPC][8];
 #pragma unroll
     for (int u = 0; u < kPC; u++)
 #pragma unroll
@@ -1422,11 +1433,17 @@ __device__ __forceinline__ void writeQuantizedGather(const Params& p, long long 
 #pragma unroll
         for (int e = 0; e < 8; e++) a[u][e] += cv[e];
       }
-      if (qq == split - 1) {  // the first chain's sum is complete (split > 0)
+      if (qq == split - 1) {  // the first chain's sum is complete (split > 0): parked in out
 #pragma unroll
-        for (int u = 0; u < kPC; u++)
+        for (int u = 0; u < kPC; u++) {
+          const int c = u * 32 + lane, i = r0 + c / cpr, k = c % cpr;
+          if ((valid >> (i - r0)) & 1)
 #pragma unroll
-          for (int v = 0; v < 8; v++) tot[u][v] = a[u][v], a[u][v] = 0.f;
+            for (int v = 0; v < 8; v++)
+              if (k * 8 + v < D) p.out[(row0 + i) * D + k * 8 + v] = a[u][v];
+#pragma unroll
+          for (int v = 0; v < 8; v++) a[u][v] = 0.f;
+        }
       }
       __syncwarp();  // every lane read the buffer before it is refilled
       proxyFence();
@@ -1437,9 +1454,9 @@ __device__ __forceinline__ void writeQuantizedGather(const Params& p, long long 
       const int c = u * 32 + lane, i = r0 + c / cpr, k = c % cpr;
       if (!((valid >> (i - r0)) & 1)) continue;
       float o8[8];
-#pragma unroll
-      for (int v = 0; v < 8; v++) o8[v] = split > 0 ? tot[u][v] + a[u][v] : a[u][v];
       float* o = p.out + (row0 + i) * D + k * 8;
+#pragma unroll
+      for (int v = 0; v < 8; v++) o8[v] = split > 0 && k * 8 + v < D ? o[v] + a[u][v] : a[u][v];
       if (vec && k * 8 + 8 <= D) {
         reinterpret_cast<float4*>(o)[0] = make_float4(o8[0], o8[1], o8[2], o8[3]);
         reinterpret_cast<float4*>(o)[1] = make_float4(o8[4], o8[5], o8[6], o8[7]);
