@@ -5,6 +5,7 @@ package rvq
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -23,9 +24,12 @@ var measureShapes = [][5]int{
 // (v=auto). Reported:
 //
 //   - ns/op: the Encode call (fused kernel with the input check, the
-//     synchronising 8-byte status read);
-//   - dev-us/op: device time of the queued work (CUDA events);
-//   - kern-us/op: device time of the fused kernel alone;
+//     synchronising 8-byte status read), wall time, mean;
+//   - dev-us/op: device time of the call (CUDA events around it), the
+//     median over the iterations, as scripts/bench/rvq_gpu.py times the
+//     torch peers (one slow call, a host hiccup around the synchronising
+//     read, does not move it);
+//   - kern-us/op: device time of the fused kernel alone, median;
 //   - TFLOP/s: the seed's FLOP count 2*Q*B*T*K*D over dev-us/op.
 //
 // scripts/bench/rvq_gpu.py runs this next to the torch peers:
@@ -73,30 +77,38 @@ func BenchmarkCUDAEncode(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				var dev, kern time.Duration
+				dev, kern := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
 				b.ResetTimer()
 				for range b.N {
 					d, err := be.Time(func() error { return dc.Encode(xd, bt, codes, quant) })
 					if err != nil {
 						b.Fatal(err)
 					}
-					dev += d
+					dev = append(dev, d)
 					// the fused kernel alone
 					d, err = be.Time(func() error { return dc.launchFused(v, k, xd, bt, 0, res.Ptr(), codes, quant, 0, 0) })
 					if err != nil {
 						b.Fatal(err)
 					}
-					kern += d
+					kern = append(kern, d)
 				}
-				us := float64(dev.Nanoseconds()) / 1e3 / float64(b.N)
+				us := medianMicros(dev)
 				b.ReportMetric(us, "dev-us/op")
-				b.ReportMetric(float64(kern.Nanoseconds())/1e3/float64(b.N), "kern-us/op")
+				b.ReportMetric(medianMicros(kern), "kern-us/op")
 				b.ReportMetric(flop/(us*1e-6)/1e12, "TFLOP/s")
 			})
 		}
 		_ = res.Free()
 		dc.Free()
 	}
+}
+
+// medianMicros is the median of ds in microseconds (the upper middle value
+// of an even count).
+func medianMicros(ds []time.Duration) float64 {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return float64(s[len(s)/2].Nanoseconds()) / 1e3
 }
 
 // BenchmarkCUDAEncodeStreaming times DeviceCodebooks.Encode for a handful of

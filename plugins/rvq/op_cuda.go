@@ -250,6 +250,46 @@ type DeviceCodebooks struct {
 	// stats counts the rows re-scored exactly by the near-tie guard, when
 	// non-nil (tests).
 	stats *cuda.Buffer
+
+	// statusMu guards spare: 8-byte status words that hold all ones (a
+	// check only lowers its word when it flags a row), so that Encode
+	// reuses one without setting it first.
+	statusMu sync.Mutex
+	spare    []*cuda.Buffer
+}
+
+// takeStatus returns a status word of all ones: a spare one, or a new one
+// set on the stream (ordered before the work that follows).
+func (dc *DeviceCodebooks) takeStatus() (*cuda.Buffer, error) {
+	dc.statusMu.Lock()
+	if n := len(dc.spare); n > 0 {
+		m := dc.spare[n-1]
+		dc.spare = dc.spare[:n-1]
+		dc.statusMu.Unlock()
+		return m, nil
+	}
+	dc.statusMu.Unlock()
+	m, err := dc.be.Malloc(8)
+	if err != nil {
+		return nil, err
+	}
+	if err := dc.be.Memset(m.Ptr(), 0xFF, 8); err != nil {
+		_ = m.Free()
+		return nil, err
+	}
+	return m, nil
+}
+
+// putStatus keeps m for the next Encode when it still holds all ones (read
+// back after the work), else frees it.
+func (dc *DeviceCodebooks) putStatus(m *cuda.Buffer, allOnes bool) {
+	if !allOnes {
+		_ = m.Free()
+		return
+	}
+	dc.statusMu.Lock()
+	dc.spare = append(dc.spare, m)
+	dc.statusMu.Unlock()
 }
 
 // NewDeviceCodebooks uploads c (with its split) to be.
@@ -320,6 +360,12 @@ func (dc *DeviceCodebooks) Free() {
 			_ = b.Free()
 		}
 	}
+	dc.statusMu.Lock()
+	for _, m := range dc.spare {
+		_ = m.Free()
+	}
+	dc.spare = nil
+	dc.statusMu.Unlock()
 }
 
 // swizzleTiles lays out row-major [rows][dp] bf16 words (rows a multiple of
@@ -460,13 +506,12 @@ func (dc *DeviceCodebooks) Encode(x cuda.DevicePtr, bt Batch, codes, quantized c
 	if err != nil {
 		return err
 	}
-	status, err := s.alloc(8)
+	status, err := dc.takeStatus()
 	if err != nil {
 		return err
 	}
-	if err := be.Memset(status.Ptr(), 0xFF, 8); err != nil {
-		return err
-	}
+	st := []uint64{0}
+	defer func() { dc.putStatus(status, st[0] == math.MaxUint64) }()
 	res, err := s.alloc(int64(scratchRows(rows)) * int64(dc.dp) * 4)
 	if err != nil {
 		return err
@@ -522,7 +567,6 @@ func (dc *DeviceCodebooks) Encode(x cuda.DevicePtr, bt Batch, codes, quantized c
 	if err != nil {
 		return err
 	}
-	st := make([]uint64, 1)
 	if err := be.DeviceToHost(cuda.Bytes(st), status.Ptr()); err != nil {
 		return err
 	}

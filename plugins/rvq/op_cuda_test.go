@@ -14,7 +14,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -381,10 +383,13 @@ func TestCUDAInputErrors(t *testing.T) {
 			}
 		})
 	}
+	// The flagged calls' status words were dropped: good input encodes
+	// without an error on the same codebooks.
+	dc.forcePath = ""
+	require.NoError(t, dc.Encode(devF32(t, be, x), bt, devOut(t, be, 200), devOut(t, be, 100*64)))
 	// padding frames are not checked, as on the CPU
 	bad := append([]float32(nil), x...)
 	bad[(50+40)*64] = float32(math.NaN())
-	dc.forcePath = ""
 	require.NoError(t, dc.Encode(devF32(t, be, bad), Batch{B: 2, T: 50, Lengths: []int{50, 40}}, devOut(t, be, 200), devOut(t, be, 100*64)))
 }
 
@@ -465,4 +470,67 @@ func TestCUDAOpCodebookCache(t *testing.T) {
 		requireSame(t, want["codes"].I32(), codes.I32(), want["quantized"].F32(), quant.F32(), 3)
 	}
 	require.NoError(t, inst.Close())
+}
+
+// TestCUDAConcurrentEncodes: Encode from several goroutines on one
+// DeviceCodebooks (the status words they take and give back are shared),
+// one of them given a non-finite frame each time: every good call's codes
+// equal the CPU's, every bad call reports the CPU's error.
+func TestCUDAConcurrentEncodes(t *testing.T) {
+	be := cudatest.Backend(t)
+	rng := rand.New(rand.NewPCG(4, 4))
+	c, x := synthCodebooks(t, rng, 2*64, 3, 256, 128)
+	bt := Batch{B: 2, T: 64}
+	wantC, wantQ := cpuEncode(t, c, x, bt)
+	bad := append([]float32(nil), x...)
+	bad[70*128+3] = float32(math.Inf(1))
+	wantErr := c.Encode(context.Background(), bad, bt, make([]int32, 128*3), make([]float32, 128*128))
+	require.Error(t, wantErr)
+	dc, err := NewDeviceCodebooks(be, c)
+	require.NoError(t, err)
+	defer dc.Free()
+	xd, badD := devF32(t, be, x), devF32(t, be, bad)
+	type out struct{ codes, quant cuda.DevicePtr }
+	var outs [4][4]out // allocated here: require must not fail in the goroutines
+	for g := range outs {
+		for i := range outs[g] {
+			outs[g][i] = out{devOut(t, be, 128*3), devOut(t, be, 128*128)}
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 4 {
+				codes, quant := outs[g][i].codes, outs[g][i].quant
+				if g == 0 && i%2 == 1 {
+					if err := dc.Encode(badD, bt, codes, quant); err == nil || err.Error() != wantErr.Error() {
+						errs <- fmt.Errorf("bad input: got %v, want %v", err, wantErr)
+					}
+					continue
+				}
+				if err := dc.Encode(xd, bt, codes, quant); err != nil {
+					errs <- err
+					continue
+				}
+				gotC, gotQ := make([]int32, 128*3), make([]float32, 128*128)
+				if err := be.DeviceToHost(cuda.Bytes(gotC), codes); err != nil {
+					errs <- err
+				}
+				if err := be.DeviceToHost(cuda.Bytes(gotQ), quant); err != nil {
+					errs <- err
+				}
+				if !slices.Equal(gotC, wantC) || !slices.EqualFunc(gotQ, wantQ, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+					errs <- fmt.Errorf("goroutine %d call %d: codes or quantized differ from the CPU's", g, i)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }

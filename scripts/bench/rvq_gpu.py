@@ -8,10 +8,12 @@ peers at seed 001's five measure shapes (B, T, Q, K, D):
 - "torch bf16": per stage one bf16 GEMM (residual rounded to bf16, fp32
   output) + ||C||^2 (precomputed) + argmin, the gather-subtract in fp32;
 - ours: BenchmarkCUDAEncode's dev-us/op (CUDA events around
-  DeviceCodebooks.Encode: input check + fused kernel + 8-byte status read),
-  every fused variant and the default choice (auto).
+  DeviceCodebooks.Encode: input check + fused kernel + 8-byte status read,
+  the median of the --benchtime iterations after a warm-up call), every
+  fused variant and the default choice (auto).
 
-The peers are timed with CUDA events (median of --reps after a warm-up) on
+The peers are timed the same way (CUDA events, median of --reps after a
+warm-up) on
 inputs from the seed's make_inputs generator; ours runs on inputs of the
 same distribution (plugins/rvq synth). FLOPs = 2*Q*B*T*K*D (the seed's
 canonical count). Prints a table with TFLOP/s, ms, the fraction of the
