@@ -474,8 +474,8 @@ func TestCUDAOpCodebookCache(t *testing.T) {
 
 // TestCUDAConcurrentEncodes: Encode from several goroutines on one
 // DeviceCodebooks (the status words they take and give back are shared),
-// one of them given a non-finite frame each time: every good call's codes
-// equal the CPU's, every bad call reports the CPU's error.
+// one of them given a non-finite frame every other call: every good call's codes
+// and quantized equal the CPU's, every bad call reports the CPU's error.
 func TestCUDAConcurrentEncodes(t *testing.T) {
 	be := cudatest.Backend(t)
 	rng := rand.New(rand.NewPCG(4, 4))
