@@ -21,7 +21,8 @@ import (
 //   - ns/op: Instance.Run as a pipeline calls it (geometry upload, the
 //     kernels, and the synchronising 8-byte-per-item error check);
 //   - dev-us/op: device time of the queued work alone (CUDA events around
-//     the geometry upload and the kernels);
+//     the geometry upload and the kernels), the median of the iterations
+//     (as fbank_gpu.py times the torch peer);
 //   - GB/s: the pcm read plus the features written, over dev-us/op (the
 //     memory-traffic floor; ~4.3 TB/s is the H200's measured copy rate).
 //
@@ -71,17 +72,17 @@ func BenchmarkCUDAFbank(b *testing.B) {
 				defer feats.Buffer().Free()
 				pcmPtr, _ := cuda.Ptr(dev)
 
-				var devTime time.Duration
+				var devTimes []time.Duration
 				b.ResetTimer()
 				for b.Loop() {
 					run()
 					b.StopTimer()
-					devTime += enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames)
+					devTimes = append(devTimes, enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames))
 					b.StartTimer()
 				}
-				perOp := devTime.Seconds() / float64(b.N)
-				b.ReportMetric(perOp*1e6, "dev-us/op")
-				b.ReportMetric(float64(host.Bytes()+outBytes)/perOp/1e9, "GB/s")
+				us := cudatest.MedianMicros(devTimes)
+				b.ReportMetric(us, "dev-us/op")
+				b.ReportMetric(float64(host.Bytes()+outBytes)/us/1e3, "GB/s")
 			})
 		}
 	}
@@ -165,11 +166,11 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 				b.Run(fmt.Sprintf("%s/B%d/w%ds%d%s", preset, batch, g.warps, g.steps, v.suffix), func(b *testing.B) {
 					op.fixed, op.knobs = g, v.knobs
 					enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames) // warm-up
-					var devTime time.Duration
+					var devTimes []time.Duration
 					for b.Loop() {
-						devTime += enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames)
+						devTimes = append(devTimes, enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames))
 					}
-					b.ReportMetric(devTime.Seconds()/float64(b.N)*1e6, "dev-us/op")
+					b.ReportMetric(cudatest.MedianMicros(devTimes), "dev-us/op")
 				})
 			}
 			_ = feats.Buffer().Free()
@@ -226,11 +227,11 @@ func BenchmarkCUDAFbankClamp(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/B%d/%s%s", preset, batch, name, suffix), func(b *testing.B) {
 				op.knobs = &launchKnobs{fused: fused}
 				enqueueTime(b, be, op, pcmPtr, int64(len(clip)), items, feats, frames) // warm-up
-				var devTime time.Duration
+				var devTimes []time.Duration
 				for b.Loop() {
-					devTime += enqueueTime(b, be, op, pcmPtr, int64(len(clip)), items, feats, frames)
+					devTimes = append(devTimes, enqueueTime(b, be, op, pcmPtr, int64(len(clip)), items, feats, frames))
 				}
-				b.ReportMetric(devTime.Seconds()/float64(b.N)*1e6, "dev-us/op")
+				b.ReportMetric(cudatest.MedianMicros(devTimes), "dev-us/op")
 			})
 		}
 		_ = feats.Buffer().Free()

@@ -5,7 +5,6 @@ package rvq
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 
@@ -92,23 +91,15 @@ func BenchmarkCUDAEncode(b *testing.B) {
 					}
 					kern = append(kern, d)
 				}
-				us := medianMicros(dev)
+				us := cudatest.MedianMicros(dev)
 				b.ReportMetric(us, "dev-us/op")
-				b.ReportMetric(medianMicros(kern), "kern-us/op")
+				b.ReportMetric(cudatest.MedianMicros(kern), "kern-us/op")
 				b.ReportMetric(flop/(us*1e-6)/1e12, "TFLOP/s")
 			})
 		}
 		_ = res.Free()
 		dc.Free()
 	}
-}
-
-// medianMicros is the median of ds in microseconds (the upper middle value
-// of an even count).
-func medianMicros(ds []time.Duration) float64 {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return float64(s[len(s)/2].Nanoseconds()) / 1e3
 }
 
 // BenchmarkCUDAEncodeStreaming times DeviceCodebooks.Encode for a handful of

@@ -6,8 +6,10 @@
 package cudatest
 
 import (
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -25,4 +27,13 @@ func Backend(tb testing.TB) *cuda.Backend {
 	b, err := open()
 	require.NoError(tb, err)
 	return b
+}
+
+// MedianMicros is the median of ds in microseconds (the upper middle value
+// of an even count): the device benchmarks report it, as the torch peers'
+// scripts report the median of their CUDA-event times.
+func MedianMicros(ds []time.Duration) float64 {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return float64(s[len(s)/2].Nanoseconds()) / 1e3
 }
