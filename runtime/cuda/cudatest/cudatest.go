@@ -2,7 +2,8 @@
 
 // Package cudatest gives the tests and benchmarks of -tags cuda packages one
 // CUDA backend per test binary (GPU 0), opened on first use and never closed,
-// so every test shares its stream, pool and loaded modules.
+// so every test shares its stream, pool and loaded modules, and the one
+// statistic their device-time benchmarks report (MedianMicros).
 package cudatest
 
 import (
