@@ -12,9 +12,9 @@ Each is timed with CUDA events: warm-up, then the median of --reps runs.
 
 Ours comes from the Go benchmark BenchmarkCUDAFbank in the -tags cuda test
 binary of plugins/fbank (run from that package's directory for its testdata):
-dev-us/op (device time of the queued work, the median of the iterations) and ns/op (Instance.Run, wall,
-including its synchronising error check). Shapes: batch 64 x 30 s and one
-30 s clip, 16 kHz.
+dev-us/op (device time of the queued work, the median of the iterations)
+and ns/op (Instance.Run, wall, including its synchronising error check).
+Shapes: batch 64 x 30 s and one 30 s clip, 16 kHz.
 
   python3 scripts/bench/fbank_gpu.py --test-binary PATH [--out DIR]
 """
