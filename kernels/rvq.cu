@@ -124,17 +124,31 @@
 //     codewords (N-tiles of 128 at D = 256, a whole tile loading while two
 //     are held): 226 KiB (231360 bytes) in all. The chain's last stage
 //     skips the update (no later stage reads it) and stores its codes.
+//   * f variant (D = 256): the fp32 residual itself is split bitwise: its
+//     high halves (the bf16 truncation of r) are the A fragments in
+//     registers, its low halves (64 KiB a CTA) in the CTA's global scratch
+//     rows, and the tiles' dimensions are permuted (op_cuda.go's fragDim)
+//     so that each lane's fragment elements are 64 consecutive dimensions
+//     of its two rows. The chain start loads x straight into that layout
+//     and the update is in place: a lane's 16 codeword loads and 16 low-half
+//     loads in flight at once, no staging, no conversion, and the stores
+//     are not waited for. No A tile and no staging tiles: a ring of 13
+//     slots (two tiles held, five slots loading): 226 KiB (231888 bytes).
+//     The guard's bf16 term is that of a truncation, 2^-7 |r| |C_e| a
+//     score; an exact re-score reads the row, rejoined, from a warp's
+//     scratch row after the low halves.
 //   * Stage end, guard, exact re-score, update: as above (warp-local; a
 //     warpgroup barrier before the next stage's wgmma).
 //   * quantized (writeQuantizedGather): every stage's codes are kept in
 //     shared memory; after the chains each warp brings its rows' codewords
-//     stage by stage into buffers (A's, or g's none, and the then idle
-//     ring's shared memory) with bulk copies, several stages in flight,
+//     stage by stage into buffers (A's, or g's and f's none, and the then
+//     idle ring's shared memory) with bulk copies, several stages in flight,
 //     and sums them as writeQuantized does. Scattered 16-byte loads through the load/store
 //     unit reach only ~10 bytes a cycle an SM here (misses in flight); the
 //     bulk copies need no registers and about halve that phase.
-//   * Numerics: identical to the other fused variants (same scores, same
-//     running minima, same guard): codes equal to the CPU op.
+//   * Numerics: the other fused variants' (same running minima, same
+//     guard; f's scores differ by its truncated A and its dimension order,
+//     within its bound): codes equal to the CPU op.
 //
 // # The small-batch path (rvq_small_score / rvq_small_update)
 //
@@ -161,6 +175,19 @@ __device__ __forceinline__ uint32_t bf16x2(float lo, float hi) {
   __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<uint32_t*>(&h);
 }
+
+// hiHalves and loHalves split fp32 values a and b bitwise: their high 16
+// bits (bf16 truncations, the f kernel's A operand) or their low 16 bits,
+// a's in the low half either way. joinLo and joinHi put them back together:
+// the fp32 value of the low (joinLo) or high (joinHi) halves of hi and lo.
+__device__ __forceinline__ uint32_t hiHalves(float a, float b) {
+  return __byte_perm(__float_as_uint(a), __float_as_uint(b), 0x7632);
+}
+__device__ __forceinline__ uint32_t loHalves(float a, float b) {
+  return __byte_perm(__float_as_uint(a), __float_as_uint(b), 0x5410);
+}
+__device__ __forceinline__ float joinLo(uint32_t hi, uint32_t lo) { return __uint_as_float(__byte_perm(lo, hi, 0x5410)); }
+__device__ __forceinline__ float joinHi(uint32_t hi, uint32_t lo) { return __uint_as_float(__byte_perm(lo, hi, 0x7632)); }
 
 __device__ __forceinline__ bool rowValid(long long row, long long T, const int* lengths) {
   if (lengths == nullptr) return true;
@@ -605,14 +632,17 @@ constexpr int kMaxQ = 32;
 // fills for the next stage (a k-chunk at a time through a 2 KiB staging
 // tile a warp; the chain's first stage loads them from the fp32 residual
 // in global scratch), so that there is no A tile where that pipeline is
-// compiled (sm_90a): its BM·Dp·2 bytes go to the ring. kNoATile<AR> says
-// whether this build has the staging tiles instead of the A tile;
-// aTileBytes is the size of either.
+// compiled (sm_90a): its BM·Dp·2 bytes go to the ring; 3 (f) registers
+// that hold the high halves of the fp32 residual (its bf16 truncation),
+// whose low halves are in global scratch (kFrag in encodeChain): no A
+// tile and no staging tiles there. kNoATile<AR> says whether this build
+// has no A tile; aTileBytes is the size of the A tile, g's staging tiles
+// or f's nothing.
 template <int AR>
-constexpr bool kNoATile = AR == 2 && RVQ_HAVE_WGMMA && RVQ_BULK;
+constexpr bool kNoATile = (AR == 2 || AR == 3) && RVQ_HAVE_WGMMA && RVQ_BULK;
 template <int BM, int AR>
 __host__ __device__ constexpr size_t aTileBytes(int Dp) {
-  return kNoATile<AR> ? size_t(BM) * kBK * 2 : size_t(BM) * Dp * 2;
+  return !kNoATile<AR> ? size_t(BM) * Dp * 2 : AR == 2 ? size_t(BM) * kBK * 2 : 0;
 }
 
 // The fused kernels' shared memory after their ring barriers (the layout
@@ -678,7 +708,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   // update use to sum row norms without shared-memory partials.
   constexpr bool kWhole = kFixedDp && (AK == 2 || AK == 4);
   constexpr int kSeg = AK == 2 ? 16 : 32;  // kWhole: a row's chunks (lanes)
-  char* sA = smem;  // the A tile, or (kNoATile) the warps' staging tiles
+  char* sA = smem;  // the A tile, or (kNoATile) g's staging tiles or f's nothing
   char* ring = sA + aTileBytes<BM, AR>(Dp);
   float* hnRing = reinterpret_cast<float*>(ring + size_t(S) * C::kSlotB);  // [S][BN]
   float* part = hnRing + S * BN;                                          // [WN][BM][3]
@@ -696,71 +726,77 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   // A = bf16(r); ||r|| (-1 marks a row that is not valid). Thread per
   // 8-value chunk.
   const int cpr = Dp / 8;  // 16-byte bf16 chunks per row
-  for (int i = tid; i < BM; i += C::kThreads) rnorm2[i] = 0.f;
-  cbar();
-  // Warp w takes the chunks of rows [w*RW, (w+1)*RW), so that each row's
-  // squared norm is summed by one warp; kCS chunks a lane are loaded before
-  // any is used (x comes from DRAM: one latency for them all).
-  constexpr int RW = BM / C::kWarps;
-  constexpr int kCS = kWhole ? 8 : 4;
-  // vec: whole 16-byte-aligned float4 pairs (D a multiple of 8).
-  const bool vec = D % 8 == 0 && (reinterpret_cast<uintptr_t>(p.x) & 15) == 0;
-  for (int c0 = warp * RW * cpr; c0 < (warp + 1) * RW * cpr; c0 += 32 * kCS) {
-    float v[kCS][8], ss[kCS];
-#pragma unroll
-    for (int u = 0; u < kCS; u++) {
-      const int c = c0 + u * 32 + lane, i = c / cpr, k = c % cpr;
+  // kFrag (the f kernel on sm_90a): the residual lives in the A fragments
+  // (high halves) and global scratch (low halves); its chain start is
+  // below, where the fragments are declared.
+  constexpr bool kFrag = AR == 3 && AW && WG && PW && RVQ_HAVE_WGMMA && RVQ_BULK;
+  if constexpr (!kFrag) {
+    for (int i = tid; i < BM; i += C::kThreads) rnorm2[i] = 0.f;
+    cbar();
+    // Warp w takes the chunks of rows [w*RW, (w+1)*RW), so that each row's
+    // squared norm is summed by one warp; kCS chunks a lane are loaded before
+    // any is used (x comes from DRAM: one latency for them all).
+    constexpr int RW = BM / C::kWarps;
+    constexpr int kCS = kWhole ? 8 : 4;
+    // vec: whole 16-byte-aligned float4 pairs (D a multiple of 8).
+    const bool vec = D % 8 == 0 && (reinterpret_cast<uintptr_t>(p.x) & 15) == 0;
+    for (int c0 = warp * RW * cpr; c0 < (warp + 1) * RW * cpr; c0 += 32 * kCS) {
+      float v[kCS][8], ss[kCS];
+  #pragma unroll
+      for (int u = 0; u < kCS; u++) {
+        const int c = c0 + u * 32 + lane, i = c / cpr, k = c % cpr;
+        const long long row = row0 + i;
+        const bool ok = c < (warp + 1) * RW * cpr && row < p.rows && rowValid(row, p.T, p.lengths);
+        if (vec && ok && k * 8 < D) {
+          const float4* src = reinterpret_cast<const float4*>(p.x + row * D + k * 8);
+          const float4 a = __ldg(src), b = __ldg(src + 1);
+          v[u][0] = a.x, v[u][1] = a.y, v[u][2] = a.z, v[u][3] = a.w;
+          v[u][4] = b.x, v[u][5] = b.y, v[u][6] = b.z, v[u][7] = b.w;
+        } else {
+  #pragma unroll
+          for (int j = 0; j < 8; j++) v[u][j] = (!vec && ok && k * 8 + j < D) ? p.x[row * D + k * 8 + j] : 0.f;
+        }
+      }
+  #pragma unroll
+      for (int u = 0; u < kCS; u++) {
+        const int c = c0 + u * 32 + lane, i = c / cpr, k = c % cpr;
+        const long long row = row0 + i;
+        const bool in = c < (warp + 1) * RW * cpr;
+        const bool ok = in && row < p.rows && rowValid(row, p.T, p.lengths);
+        // The kWhole updates read the rows that are not valid too (and g
+        // builds the chain's first A fragments from these rows): zeros for
+        // those (the launcher's scratch has every row of the last CTA).
+        if (ok || ((RS || kWhole) && in)) {
+          float4* rr = reinterpret_cast<float4*>(res + size_t(i) * Dp) + 2 * k;
+          rr[0] = make_float4(v[u][0], v[u][1], v[u][2], v[u][3]);
+          rr[1] = make_float4(v[u][4], v[u][5], v[u][6], v[u][7]);
+        }
+        uint32_t h[4];
+        ss[u] = 0.f;
+  #pragma unroll
+        for (int j = 0; j < 4; j++) {
+          h[j] = bf16x2(v[u][2 * j], v[u][2 * j + 1]);
+          ss[u] += v[u][2 * j] * v[u][2 * j] + v[u][2 * j + 1] * v[u][2 * j + 1];
+        }
+        if (in && !kNoATile<AR>) *reinterpret_cast<uint4*>(sA + aOff<BM>(i, k)) = make_uint4(h[0], h[1], h[2], h[3]);
+        if constexpr (!kWhole) addRowNorm(rnorm2, in ? i : -1, ss[u], cpr, lane);
+      }
+      if constexpr (kWhole) {
+        int u;
+        const float s2 = rowSums<kCS, kSeg>(ss, lane, u);
+        if (lane % (kSeg / kCS) == 0) rnorm2[(c0 + u * 32 + lane) / cpr] = s2;
+      }
+    }
+    cbar();
+    for (int i = tid; i < BM; i += C::kThreads) {
       const long long row = row0 + i;
-      const bool ok = c < (warp + 1) * RW * cpr && row < p.rows && rowValid(row, p.T, p.lengths);
-      if (vec && ok && k * 8 < D) {
-        const float4* src = reinterpret_cast<const float4*>(p.x + row * D + k * 8);
-        const float4 a = __ldg(src), b = __ldg(src + 1);
-        v[u][0] = a.x, v[u][1] = a.y, v[u][2] = a.z, v[u][3] = a.w;
-        v[u][4] = b.x, v[u][5] = b.y, v[u][6] = b.z, v[u][7] = b.w;
-      } else {
-#pragma unroll
-        for (int j = 0; j < 8; j++) v[u][j] = (!vec && ok && k * 8 + j < D) ? p.x[row * D + k * 8 + j] : 0.f;
-      }
+      const bool valid = row < p.rows && rowValid(row, p.T, p.lengths);
+      rnorm[i] = valid ? sqrtf(rnorm2[i]) : -1.f;
+      if (valid && q0 == 0 && p.status != nullptr && !(rnorm2[i] <= static_cast<float>(p.limit)))
+        atomicMin(p.status, static_cast<unsigned long long>(row));
     }
-#pragma unroll
-    for (int u = 0; u < kCS; u++) {
-      const int c = c0 + u * 32 + lane, i = c / cpr, k = c % cpr;
-      const long long row = row0 + i;
-      const bool in = c < (warp + 1) * RW * cpr;
-      const bool ok = in && row < p.rows && rowValid(row, p.T, p.lengths);
-      // The kWhole updates read the rows that are not valid too (and g
-      // builds the chain's first A fragments from these rows): zeros for
-      // those (the launcher's scratch has every row of the last CTA).
-      if (ok || ((RS || kWhole) && in)) {
-        float4* rr = reinterpret_cast<float4*>(res + size_t(i) * Dp) + 2 * k;
-        rr[0] = make_float4(v[u][0], v[u][1], v[u][2], v[u][3]);
-        rr[1] = make_float4(v[u][4], v[u][5], v[u][6], v[u][7]);
-      }
-      uint32_t h[4];
-      ss[u] = 0.f;
-#pragma unroll
-      for (int j = 0; j < 4; j++) {
-        h[j] = bf16x2(v[u][2 * j], v[u][2 * j + 1]);
-        ss[u] += v[u][2 * j] * v[u][2 * j] + v[u][2 * j + 1] * v[u][2 * j + 1];
-      }
-      if (in && !kNoATile<AR>) *reinterpret_cast<uint4*>(sA + aOff<BM>(i, k)) = make_uint4(h[0], h[1], h[2], h[3]);
-      if constexpr (!kWhole) addRowNorm(rnorm2, in ? i : -1, ss[u], cpr, lane);
-    }
-    if constexpr (kWhole) {
-      int u;
-      const float s2 = rowSums<kCS, kSeg>(ss, lane, u);
-      if (lane % (kSeg / kCS) == 0) rnorm2[(c0 + u * 32 + lane) / cpr] = s2;
-    }
+    cbar();  // rnorm[i] is read by row i's owner warp, in another warpgroup for some rows
   }
-  cbar();
-  for (int i = tid; i < BM; i += C::kThreads) {
-    const long long row = row0 + i;
-    const bool valid = row < p.rows && rowValid(row, p.T, p.lengths);
-    rnorm[i] = valid ? sqrtf(rnorm2[i]) : -1.f;
-    if (valid && q0 == 0 && p.status != nullptr && !(rnorm2[i] <= static_cast<float>(p.limit)))
-      atomicMin(p.status, static_cast<unsigned long long>(row));
-  }
-  cbar();  // rnorm[i] is read by row i's owner warp, in another warpgroup for some rows
 
 #if RVQ_HAVE_WGMMA
   // wgmma descriptors assume 1024-byte aligned swizzle atoms.
@@ -868,7 +904,72 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   // next stage.
   uint32_t aF[AR ? AK : 1][kBK / 16][4];
   // kStaged: this build runs g's update (the fragments by staging tiles).
-  constexpr bool kStaged = kNoATile<AR> && AW && WG && PW;
+  constexpr bool kStaged = AR == 2 && kNoATile<AR> && AW && WG && PW;
+  // ---- kFrag chain start. The f kernel's tiles (p.tiles) hold every
+  // codeword with its dimensions permuted (op_cuda.go's fragTiles): the
+  // tensor cores' column 16s + 2t + {0, 1, 8, 9} of k16 step s is
+  // dimension 64t + 4s + {0, 1, 2, 3}. So lane (g, t) of warp w holds, for
+  // its rows i = 16w + g + 8h (h = 0, 1), dimensions [64t, 64t + 64) of
+  // the residual, four consecutive ones a step: aF[s/4][s%4][h] and
+  // [h + 2] are the high halves of dimensions 4s, 4s + 1 and 4s + 2,
+  // 4s + 3 (the bf16 truncation of r: the guard's bound allows for it),
+  // and loS[s][tid] the low halves of the four registers, in the CTA's
+  // global scratch rows (64 KiB of its 128; each thread reads back only
+  // what it wrote, 16 coalesced 16-byte words): r exact in fp32, r -= C_j
+  // elementwise as the CPU does. The rest of the scratch: a warp's fp32 row
+  // for an exact re-score (rowS).
+  uint4* const loS = reinterpret_cast<uint4*>(res);  // [16][kThreads] (kFrag)
+  float* const rowS = res + 16 * C::kThreads * 4 + warp * Dp;
+  if constexpr (kFrag) {
+    static_assert(AK == 4 && C::kThreads == 256 && BM / C::kWarps == 16, "f: D = 256, 8 warps of 16 rows");
+    const int g = lane >> 2, t = lane & 3;
+    const bool vec = D % 4 == 0 && (reinterpret_cast<uintptr_t>(p.x) & 15) == 0;
+    float ss[2];
+    bool ok[2];
+    const float* xr[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const long long row = row0 + 16 * warp + g + 8 * h;
+      ok[h] = row < p.rows && rowValid(row, p.T, p.lengths);
+      xr[h] = p.x + (ok[h] ? row : 0) * D + 64 * t;
+      ss[h] = 0.f;
+    }
+#pragma unroll
+    for (int s = 0; s < 16; s++) {
+      float v[2][4];
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const int d0 = 64 * t + 4 * s;
+        if (vec) {
+          const float4 a = ok[h] && d0 < D ? __ldg(reinterpret_cast<const float4*>(xr[h] + 4 * s)) : make_float4(0.f, 0.f, 0.f, 0.f);
+          v[h][0] = a.x, v[h][1] = a.y, v[h][2] = a.z, v[h][3] = a.w;
+        } else {
+#pragma unroll
+          for (int e = 0; e < 4; e++) v[h][e] = ok[h] && d0 + e < D ? xr[h][4 * s + e] : 0.f;
+        }
+#pragma unroll
+        for (int e = 0; e < 4; e++) ss[h] += v[h][e] * v[h][e];
+      }
+      aF[s / 4][s % 4][0] = hiHalves(v[0][0], v[0][1]);
+      aF[s / 4][s % 4][1] = hiHalves(v[1][0], v[1][1]);
+      aF[s / 4][s % 4][2] = hiHalves(v[0][2], v[0][3]);
+      aF[s / 4][s % 4][3] = hiHalves(v[1][2], v[1][3]);
+      loS[s * C::kThreads + tid] = make_uint4(loHalves(v[0][0], v[0][1]), loHalves(v[1][0], v[1][1]),
+                                              loHalves(v[0][2], v[0][3]), loHalves(v[1][2], v[1][3]));
+    }
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      ss[h] += __shfl_xor_sync(kFull, ss[h], 1);
+      ss[h] += __shfl_xor_sync(kFull, ss[h], 2);
+      const long long row = row0 + 16 * warp + g + 8 * h;
+      if (t == 0) {
+        rnorm[16 * warp + g + 8 * h] = ok[h] ? sqrtf(ss[h]) : -1.f;
+        if (ok[h] && q0 == 0 && p.status != nullptr && !(ss[h] <= static_cast<float>(p.limit)))
+          atomicMin(p.status, static_cast<unsigned long long>(row));
+      }
+    }
+    __syncwarp();  // each warp reads only its own rows' rnorm
+  }
   int slot = 0;
   for (int q = q0; q < q1; q++) {
     const int off = p.meta[q * 4], K = p.meta[q * 4 + 1];
@@ -933,7 +1034,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
               aF[kc][ks][3] = bf16x2(v3.x, v3.y);
             }
         }
-      } else if constexpr (AR) {
+      } else if constexpr (AR == 1) {
 #pragma unroll
         for (int kc = 0; kc < AK; kc++)
 #pragma unroll
@@ -1104,7 +1205,9 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     // row that is not valid.
     const float cmax = __int_as_float(p.meta[q * 4 + 2]);
     auto decide = [&](int r, const B& b) {
-      const float bound = rnorm[r] * cmax * (0x1p-7f + float(Dp) * 0x1p-20f) + float(Dp) * 0x1p-120f +
+      // (kFrag's A is r truncated to bf16: 2^-7 |r| |C_e| a score, not 2^-8.)
+      constexpr float kA = kFrag ? 0x1p-6f : 0x1p-7f;
+      const float bound = rnorm[r] * cmax * (kA + float(Dp) * 0x1p-20f) + float(Dp) * 0x1p-120f +
                           B::kSlack * (fabsf(b.b1) + fabsf(b.b2));
       sel[r] = (rnorm[r] < 0.f) ? -1 : (b.b2 - b.b1 > bound ? -1 - b.idx() : b.idx());
     };
@@ -1164,7 +1267,24 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     // The rows to re-score (sel >= 0), one ballot: usually none.
     for (unsigned ties = __ballot_sync(kFull, lane < RW && sel[i0 + lane] >= 0); ties != 0; ties &= ties - 1) {
       const int i = i0 + __ffs(ties) - 1;
-      const float* src = res + size_t(i) * Dp;
+      if constexpr (kFrag) {
+        // The row's owner lanes (g = i % 8) write its fp32 residual to the
+        // warp's scratch row for the exact scores.
+        const int il = i - i0, h = il >> 3;
+        if ((lane >> 2) == (il & 7)) {
+          float4* dst = reinterpret_cast<float4*>(rowS + 64 * (lane & 3));
+#pragma unroll
+          for (int s = 0; s < 16; s++) {
+            const uint4 lo = loS[s * C::kThreads + tid];
+            const uint32_t a0 = h ? aF[s / 4][s % 4][1] : aF[s / 4][s % 4][0];
+            const uint32_t a1 = h ? aF[s / 4][s % 4][3] : aF[s / 4][s % 4][2];
+            const uint32_t l0 = h ? lo.y : lo.x, l1 = h ? lo.w : lo.z;
+            dst[s] = make_float4(joinLo(a0, l0), joinHi(a0, l0), joinLo(a1, l1), joinHi(a1, l1));
+          }
+        }
+        __syncwarp();
+      }
+      const float* src = kFrag ? rowS : res + size_t(i) * Dp;
       float bs = INFINITY;
       int bj = 0x7fffffff;
       for (int e = lane; e < K; e += 32) {
@@ -1272,8 +1392,64 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       }
     }
 #endif
+#if RVQ_HAVE_WGMMA && RVQ_BULK
+    if constexpr (kFrag) {
+      if (!lastStage) {
+        // f's update: lane (g, t) takes dimensions [64t, 64t + 64) of its
+        // rows i0 + g + 8h (the kFrag layout above): all 16 of its 16-byte
+        // codeword loads in flight at once, then r = (high | low halves),
+        // r -= C_j (fp32, the CPU's operation), split again into aF and
+        // loS; ||r||^2 summed over the quad. A row that is not valid (sel
+        // -1) subtracts zeros and stays 0.
+        __syncwarp();  // lane 0's re-score decisions are in sel
+        const int g = lane >> 2, t = lane & 3;
+        bool act[2];
+        uint4 cw[2][8], los[16];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          const int i = i0 + g + 8 * h;
+          act[h] = !(rnorm[i] < 0.f);
+          int jj = -1 - sel[i];
+          jj = (jj < 0 || jj >= K) ? 0 : jj;
+          const uint4* src = reinterpret_cast<const uint4*>(p.words + (size_t(off) + jj) * Dp + 64 * t);
+#pragma unroll
+          for (int m = 0; m < 8; m++) cw[h][m] = __ldg(src + m);
+        }
+#pragma unroll
+        for (int s = 0; s < 16; s++) los[s] = loS[s * C::kThreads + tid];
+        __syncwarp();  // every lane has read rnorm before the owners write it
+        float ss[2] = {0.f, 0.f};
+#pragma unroll
+        for (int s = 0; s < 16; s++) {
+          const uint4 lo = los[s];
+          uint32_t nl[4];
+#pragma unroll
+          for (int j = 0; j < 4; j++) {  // register j: row h = j % 2, dimensions 4s + 2(j / 2) + {0, 1}
+            const int h = j & 1;
+            const uint4 c4 = cw[h][s / 2];
+            uint32_t c = (s & 1) ? (j < 2 ? c4.z : c4.w) : (j < 2 ? c4.x : c4.y);
+            c = act[h] ? c : 0u;
+            const uint32_t l = j == 0 ? lo.x : j == 1 ? lo.y : j == 2 ? lo.z : lo.w;
+            uint32_t& a = aF[s / 4][s % 4][j];
+            const float ra = joinLo(a, l) - __uint_as_float(c << 16);
+            const float rb = joinHi(a, l) - __uint_as_float(c & 0xFFFF0000u);
+            ss[h] += ra * ra + rb * rb;
+            a = hiHalves(ra, rb);
+            nl[j] = loHalves(ra, rb);
+          }
+          loS[s * C::kThreads + tid] = make_uint4(nl[0], nl[1], nl[2], nl[3]);
+        }
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          ss[h] += __shfl_xor_sync(kFull, ss[h], 1);
+          ss[h] += __shfl_xor_sync(kFull, ss[h], 2);
+          if (t == 0 && act[h]) rnorm[i0 + g + 8 * h] = sqrtf(ss[h]);
+        }
+      }
+    }
+#endif
     __syncwarp();
-    for (int base = 0; base < (kStaged ? 0 : RW * cpr); base += 32 * kUp) {
+    for (int base = 0; base < (kStaged || kFrag ? 0 : RW * cpr); base += 32 * kUp) {
       uint4 cw[kUp];
       float rv[kUp][8], ss[kUp];
       bool act[kUp];
@@ -1608,7 +1784,8 @@ __device__ __forceinline__ void encode(const Params& p) {
 // name: m<BM> n<BN> w<WM><WN> (warps) s<ring depth>, p: packed running
 // minimum (all), r: fp32 residual in shared memory, x2: two CTAs an SM,
 // w: a producer warp (one more warp in the block) streams the ring, a: the
-// A operand in registers, g: the same without an A tile.
+// A operand in registers, g: the same without an A tile, f: the fp32
+// residual in the A registers (high halves) and global scratch (low halves).
 RVQ_VARIANT(rvq_encode_m128n128w24s4p, 128, 128, 2, 4, 4, 1, false, Best, false, false, 0, 0)
 RVQ_VARIANT(rvq_encode_m128n128w24s4pr, 128, 128, 2, 4, 4, 1, false, Best, true, false, 0, 0)
 RVQ_VARIANT(rvq_encode_m128n256w24s3p, 128, 256, 2, 4, 3, 1, false, Best, false, false, 0, 0)
@@ -1645,6 +1822,10 @@ RVQ_VARIANT(rvq_encode_wa_m128n64s16pwa_d256, 128, 64, 8, 1, 16, 1, true, Best, 
 // tiles, no A tile on sm_90a): at D = 256 a ring of 12 slots of 128
 // codewords, a whole N-tile loading while two are held.
 RVQ_VARIANT(rvq_encode_wa_m128n128s12pwg_d256, 128, 128, 8, 1, 12, 1, true, Best, false, true, 4, 2)
+// f: the fp32 residual split between the A fragments (high halves) and
+// global scratch (low halves), updated in place: at D = 256 a ring of 13
+// slots, the op's choice there.
+RVQ_VARIANT(rvq_encode_wa_m128n128s13pwf_d256, 128, 128, 8, 1, 13, 1, true, Best, false, true, 4, 3)
 
 // rvq_small_score: stage q of the small-batch path. Grid (ceil(K/256),
 // nrows), block 256: thread e scores entry e exactly (CPU formula) for the

@@ -75,6 +75,11 @@ type variant struct {
 	// fragments through a 2 KiB staging tile a warp, and on Hopper the
 	// kernel has those tiles instead of the bf16 A tile.
 	staged bool
+	// frag (the f kernels): on Hopper the fp32 residual is split between
+	// the A fragments (high halves) and global scratch (low halves), no A
+	// tile, and the kernel reads the codebook's fragTiles instead of its
+	// tiles.
+	frag bool
 }
 
 // grid is its number of CTAs for rows rows.
@@ -96,8 +101,8 @@ func (v variant) threads() int {
 
 // shared is its dynamic shared memory for rows of dp values on a GPU that is
 // Hopper or not: the bf16 A tile (staged on Hopper: the staging tiles, 64
-// values a row), the ring (codewords and hn), the per-warp partial minima,
-// three per-row words, the ring's two mbarriers a slot, with rs the fp32
+// values a row; frag on Hopper: none), the ring (codewords and hn), the
+// per-warp partial minima, three per-row words, the ring's two mbarriers a slot, with rs the fp32
 // residual rows, and for the aw kernels the quantized-gather region: every
 // stage's uint16 code of every row, every stage's (codeword offset, K) as
 // two int32 and gatherBars 8-byte mbarriers for each of up to 8 warps
@@ -106,8 +111,11 @@ func (v variant) threads() int {
 func (v variant) shared(dp int, hopper bool) int {
 	const gatherBars, maxWarps = 8, 8 // kernels/rvq.cu's kGatherBars and its 8 warps at most
 	a := v.bm * dp * 2
-	if v.staged && hopper {
+	switch {
+	case v.staged && hopper:
 		a = v.bm * dimAlign * 2
+	case v.frag && hopper:
+		a = 0
 	}
 	n := a + v.stage*(v.bn*dimAlign*2+v.bn*4) + v.wn*v.bm*12 + v.bm*12 + v.stage*16
 	if v.rs {
@@ -123,35 +131,38 @@ func (v variant) shared(dp int, hopper bool) int {
 // first whose shared memory fits the device for the codebooks' D (the wg
 // ones on Hopper only).
 var variants = []variant{
-	{"rvq_encode_wg_m128n128s3px2", 128, 128, 8, 1, 3, false, false, 0, false},
-	{"rvq_encode_wg_m192n128s4p", 192, 128, 12, 1, 4, false, false, 0, false},
-	{"rvq_encode_wg_m128n128s4p", 128, 128, 8, 1, 4, false, false, 0, false},
-	{"rvq_encode_m128n128w24s4p", 128, 128, 2, 4, 4, false, false, 0, false},
-	{"rvq_encode_m64n128w14s4p", 64, 128, 1, 4, 4, false, false, 0, false},
-	{"rvq_encode_m128n128w24s4pr", 128, 128, 2, 4, 4, true, false, 0, false},
-	{"rvq_encode_m128n256w24s3p", 128, 256, 2, 4, 3, false, false, 0, false},
-	{"rvq_encode_m256n128w81s4p", 256, 128, 8, 1, 4, false, false, 0, false},
-	{"rvq_encode_m128n128w41s4px2", 128, 128, 4, 1, 4, false, false, 0, false},
-	{"rvq_encode_m128n128w41s4pwx2", 128, 128, 4, 1, 4, false, true, 0, false},
+	{"rvq_encode_wg_m128n128s3px2", 128, 128, 8, 1, 3, false, false, 0, false, false},
+	{"rvq_encode_wg_m192n128s4p", 192, 128, 12, 1, 4, false, false, 0, false, false},
+	{"rvq_encode_wg_m128n128s4p", 128, 128, 8, 1, 4, false, false, 0, false, false},
+	{"rvq_encode_m128n128w24s4p", 128, 128, 2, 4, 4, false, false, 0, false, false},
+	{"rvq_encode_m64n128w14s4p", 64, 128, 1, 4, 4, false, false, 0, false, false},
+	{"rvq_encode_m128n128w24s4pr", 128, 128, 2, 4, 4, true, false, 0, false, false},
+	{"rvq_encode_m128n256w24s3p", 128, 256, 2, 4, 3, false, false, 0, false, false},
+	{"rvq_encode_m256n128w81s4p", 256, 128, 8, 1, 4, false, false, 0, false, false},
+	{"rvq_encode_m128n128w41s4px2", 128, 128, 4, 1, 4, false, false, 0, false, false},
+	{"rvq_encode_m128n128w41s4pwx2", 128, 128, 4, 1, 4, false, true, 0, false, false},
 	// wg: wgmma on sm_90a (unless kernels/rvq.cu is built with
 	// RVQ_NO_WGMMA), the same tiling on mma.sync elsewhere.
-	{"rvq_encode_wg_m128n128s4pw", 128, 128, 8, 1, 4, false, true, 0, false},
-	{"rvq_encode_wg_m128n128s6pw", 128, 128, 8, 1, 6, false, true, 0, false},
-	{"rvq_encode_wg_m128n128s3pwx2", 128, 128, 8, 1, 3, false, true, 0, false},
-	{"rvq_encode_wg_m192n128s4pw", 192, 128, 12, 1, 4, false, true, 0, false},
-	{"rvq_encode_wg_m256n128s3p", 256, 128, 16, 1, 3, false, false, 0, false},
+	{"rvq_encode_wg_m128n128s4pw", 128, 128, 8, 1, 4, false, true, 0, false, false},
+	{"rvq_encode_wg_m128n128s6pw", 128, 128, 8, 1, 6, false, true, 0, false, false},
+	{"rvq_encode_wg_m128n128s3pwx2", 128, 128, 8, 1, 3, false, true, 0, false, false},
+	{"rvq_encode_wg_m192n128s4pw", 192, 128, 12, 1, 4, false, true, 0, false, false},
+	{"rvq_encode_wg_m256n128s3p", 256, 128, 16, 1, 3, false, false, 0, false, false},
 	// wa: wg with asynchronous N-tiles, a producer warpgroup and setmaxnreg
 	// (sm_90a), the pipeline compiled for one padded width.
-	{"rvq_encode_wa_m128n128s6pw_d128", 128, 128, 8, 1, 6, false, true, 128, false},
-	{"rvq_encode_wa_m128n128s8pw_d128", 128, 128, 8, 1, 8, false, true, 128, false},
-	{"rvq_encode_wa_m128n128s6pwr_d128", 128, 128, 8, 1, 6, true, true, 128, false},
-	{"rvq_encode_wa_m128n64s16pw_d256", 128, 64, 8, 1, 16, false, true, 256, false},
+	{"rvq_encode_wa_m128n128s6pw_d128", 128, 128, 8, 1, 6, false, true, 128, false, false},
+	{"rvq_encode_wa_m128n128s8pw_d128", 128, 128, 8, 1, 8, false, true, 128, false, false},
+	{"rvq_encode_wa_m128n128s6pwr_d128", 128, 128, 8, 1, 6, true, true, 128, false, false},
+	{"rvq_encode_wa_m128n64s16pw_d256", 128, 64, 8, 1, 16, false, true, 256, false, false},
 	// a: the A operand (the bf16 residual) in registers for the stage.
-	{"rvq_encode_wa_m128n128s6pwra_d128", 128, 128, 8, 1, 6, true, true, 128, false},
-	{"rvq_encode_wa_m128n64s16pwa_d256", 128, 64, 8, 1, 16, false, true, 256, false},
+	{"rvq_encode_wa_m128n128s6pwra_d128", 128, 128, 8, 1, 6, true, true, 128, false, false},
+	{"rvq_encode_wa_m128n64s16pwa_d256", 128, 64, 8, 1, 16, false, true, 256, false, false},
 	// g: the update hands the next stage its A fragments (no A tile on
 	// Hopper: a ring of 12 slots of 128 codewords at D = 256).
-	{"rvq_encode_wa_m128n128s12pwg_d256", 128, 128, 8, 1, 12, false, true, 256, true},
+	{"rvq_encode_wa_m128n128s12pwg_d256", 128, 128, 8, 1, 12, false, true, 256, true, false},
+	// f: the residual's high halves are the A fragments, its low halves in
+	// global scratch (no A tile on Hopper: a ring of 13 slots at D = 256).
+	{"rvq_encode_wa_m128n128s13pwf_d256", 128, 128, 8, 1, 13, false, true, 256, false, true},
 }
 
 // fits returns why variant v cannot encode rows of d values (dp padded) on
@@ -240,8 +251,10 @@ type DeviceCodebooks struct {
 	meta      *cuda.Buffer
 	// tiles holds words again as the kernel's shared-memory image: 128-row
 	// by 64-value blocks (row-block major, then k-chunk), 16-byte chunks
-	// XOR-swizzled by row & 7, for the Hopper bulk copies.
-	tiles *cuda.Buffer
+	// XOR-swizzled by row & 7, for the Hopper bulk copies. fragTiles (Hopper,
+	// Dp = fragDp only) is the same image of the rows permuted by fragDim,
+	// for the f kernels.
+	tiles, fragTiles *cuda.Buffer
 	// offsets holds each stage's first row in words.
 	offsets []int
 	// forcePath selects "fused" or "small" regardless of the batch (tests);
@@ -346,6 +359,11 @@ func NewDeviceCodebooks(be *cuda.Backend, c *Codebooks) (*DeviceCodebooks, error
 	if dc.tiles, err = upload(be, u16Bytes(swizzleTiles(words, dp))); err != nil {
 		return nil, err
 	}
+	if k.hopper && dp == fragDp {
+		if dc.fragTiles, err = upload(be, u16Bytes(swizzleTiles(permuteRows(words, dp, fragDim), dp))); err != nil {
+			return nil, err
+		}
+	}
 	ok = true
 	return dc, nil
 }
@@ -355,7 +373,7 @@ func (dc *DeviceCodebooks) Codebooks() *Codebooks { return dc.c }
 
 // Free releases the device memory; freeing twice is a no-op.
 func (dc *DeviceCodebooks) Free() {
-	for _, b := range []*cuda.Buffer{dc.words, dc.hn, dc.meta, dc.tiles} {
+	for _, b := range []*cuda.Buffer{dc.words, dc.hn, dc.meta, dc.tiles, dc.fragTiles} {
 		if b != nil {
 			_ = b.Free()
 		}
@@ -385,6 +403,31 @@ func swizzleTiles(words []uint16, dp int) []uint16 {
 					copy(blk[n*dimAlign+((c^n)&7)*8:n*dimAlign+((c^n)&7)*8+8], src[c*8:c*8+8])
 				}
 			}
+		}
+	}
+	return out
+}
+
+// fragDp is the padded width the f kernels are compiled for.
+const fragDp = 256
+
+// fragDim is the f kernels' dimension order: the tensor cores' column c =
+// 16s + w of k16 step s (w < 16) is dimension 64t + 4s + e with t = (w%8)/2
+// and e = 2(w/8) + w%2, so that the A-fragment elements a lane holds (mma's
+// columns 2t, 2t+1, 2t+8 and 2t+9 of every step) are the dimensions
+// [64t, 64t+64) of its rows (kernels/rvq.cu, kFrag).
+func fragDim(c int) int {
+	s, w := c/16, c%16
+	return 64*((w%8)/2) + 4*s + 2*(w/8) + w%2
+}
+
+// permuteRows returns words ([rows][dp]) with row n's value perm(c) at
+// column c.
+func permuteRows(words []uint16, dp int, perm func(int) int) []uint16 {
+	out := make([]uint16, len(words))
+	for n := 0; n < len(words)/dp; n++ {
+		for c := 0; c < dp; c++ {
+			out[n*dp+c] = words[n*dp+perm(c)]
 		}
 	}
 	return out
@@ -423,7 +466,7 @@ var preferred = []struct {
 }{
 	{128, []string{"rvq_encode_wa_m128n128s6pwra_d128", "rvq_encode_wa_m128n128s6pwr_d128", "rvq_encode_wa_m128n128s6pw_d128", "rvq_encode_wa_m128n128s8pw_d128",
 		"rvq_encode_wg_m128n128s3pwx2", "rvq_encode_wg_m128n128s3px2", "rvq_encode_wg_m192n128s4pw"}},
-	{256, []string{"rvq_encode_wa_m128n128s12pwg_d256", "rvq_encode_wa_m128n64s16pwa_d256", "rvq_encode_wa_m128n64s16pw_d256", "rvq_encode_wg_m256n128s3p", "rvq_encode_wg_m192n128s4pw"}},
+	{256, []string{"rvq_encode_wa_m128n128s13pwf_d256", "rvq_encode_wa_m128n128s12pwg_d256", "rvq_encode_wa_m128n64s16pwa_d256", "rvq_encode_wa_m128n64s16pw_d256", "rvq_encode_wg_m256n128s3p", "rvq_encode_wg_m192n128s4pw"}},
 	{1024, []string{"rvq_encode_wg_m256n128s3p", "rvq_encode_wg_m192n128s4pw"}},
 }
 
@@ -619,8 +662,12 @@ func scratchRows(rows int) int { return (rows + 255) / 256 * 256 }
 func (dc *DeviceCodebooks) launchFused(v variant, k *cuda.Kernel, x cuda.DevicePtr, bt Batch, lengths, res, codes, quantized, stats, status cuda.DevicePtr) error {
 	c := dc.c
 	rows := bt.B * bt.T
+	tiles := dc.tiles
+	if v.frag && dc.fragTiles != nil {
+		tiles = dc.fragTiles
+	}
 	return k.Launch(cuda.Dim3{X: v.grid(rows), Y: 1, Z: 1}, cuda.Dim3{X: v.threads(), Y: 1, Z: 1}, v.shared(dc.dp, dc.k.hopper),
-		x, lengths, rows, bt.T, c.dim, dc.dp, len(c.stages), c.split, dc.words, dc.tiles, dc.hn, dc.meta, codes, quantized, res, stats,
+		x, lengths, rows, bt.T, c.dim, dc.dp, len(c.stages), c.split, dc.words, tiles, dc.hn, dc.meta, codes, quantized, res, stats,
 		float64(MaxSquaredNorm), status)
 }
 

@@ -172,6 +172,31 @@ func TestVariantSharedMemory(t *testing.T) {
 	g := byName["rvq_encode_wa_m128n128s12pwg_d256"]
 	assert.Equal(t, 128*64*2+12*(128*64*2+128*4)+128*12+128*12+12*16+8960, g.shared(256, true))
 	assert.Equal(t, g.shared(256, true)-128*64*2+128*256*2, g.shared(256, false))
+	// f at D = 256: no A tile on Hopper (the residual's low halves are in
+	// global scratch), a ring of 13 slots: 231888 bytes; elsewhere the A tile.
+	f := byName["rvq_encode_wa_m128n128s13pwf_d256"]
+	assert.Equal(t, 13*(128*64*2+128*4)+128*12+128*12+13*16+8960, f.shared(256, true))
+	assert.Equal(t, 231888, f.shared(256, true))
+	assert.Equal(t, f.shared(256, true)+128*256*2, f.shared(256, false))
+}
+
+// TestFragDim: the f kernels' dimension order is a permutation of each
+// 256-value row, and lane (g, t)'s mma.sync A columns 2t, 2t+1, 2t+8, 2t+9
+// of step s are its dimensions 64t + 4s .. 64t + 4s + 3.
+func TestFragDim(t *testing.T) {
+	seen := make([]bool, fragDp)
+	for c := 0; c < fragDp; c++ {
+		d := fragDim(c)
+		require.False(t, seen[d], "dimension %d twice", d)
+		seen[d] = true
+	}
+	for lt := 0; lt < 4; lt++ {
+		for s := 0; s < fragDp/16; s++ {
+			for e, col := range []int{2 * lt, 2*lt + 1, 2*lt + 8, 2*lt + 9} {
+				assert.Equal(t, 64*lt+4*s+e, fragDim(16*s+col))
+			}
+		}
+	}
 }
 
 // TestCUDAVariants runs every fused variant that fits the device at D = 128
@@ -250,9 +275,16 @@ func TestCUDARaggedSplitSizes(t *testing.T) {
 // TestCUDANearTies builds frames that sit almost exactly on the bisector of
 // two codewords (and exact duplicates of a codeword, a true tie), where bf16
 // operands cannot decide: the guard must re-score them exactly and the
-// codes must still equal the CPU's, ties to the lowest index.
+// codes must still equal the CPU's, ties to the lowest index. At D = 128
+// and D = 256 (the f kernel's truncated A operand and its re-score row).
 func TestCUDANearTies(t *testing.T) {
-	const k, d, frames = 512, 128, 4096
+	for _, d := range []int{128, 256} {
+		t.Run(fmt.Sprintf("D%d", d), func(t *testing.T) { testNearTies(t, d) })
+	}
+}
+
+func testNearTies(t *testing.T, d int) {
+	const k, frames = 512, 4096
 	rng := rand.New(rand.NewPCG(11, 3))
 	books, _, _ := synth(rng, 1, 2, k, d)
 	// entry 5 duplicates entry 3 in stage 0: a true tie.
@@ -280,7 +312,7 @@ func TestCUDANearTies(t *testing.T) {
 	}
 	kern, err := loadKernels(cudatest.Backend(t))
 	require.NoError(t, err)
-	for _, v := range variants { // every fused variant that fits at D = 128
+	for _, v := range variants { // every fused variant that fits at D
 		if kern.fused[v.name] != nil && kern.fits(v, d, d) == nil {
 			runs = append(runs, run{"fused", v.name})
 		}
