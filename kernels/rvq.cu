@@ -128,8 +128,10 @@
 //     high halves (the bf16 truncation of r) are the A fragments in
 //     registers, its low halves (64 KiB a CTA) in the CTA's global scratch
 //     rows, and the tiles' dimensions are permuted (op_cuda.go's fragDim)
-//     so that each lane's fragment elements are 64 consecutive dimensions
-//     of its two rows. The chain start loads x straight into that layout
+//     so that each lane's fragment elements at a k16 step are four
+//     consecutive dimensions of its two rows, and a lane's 16-byte pieces
+//     of a row interleave with its quad's (a warp's load touches one line
+//     a row). The chain start loads x straight into that layout
 //     and the update is in place: a lane's 16 codeword loads and 16 low-half
 //     loads in flight at once, no staging, no conversion, and the stores
 //     are not waited for. No A tile and no staging tiles: a ring of 13
@@ -188,6 +190,13 @@ __device__ __forceinline__ uint32_t loHalves(float a, float b) {
 }
 __device__ __forceinline__ float joinLo(uint32_t hi, uint32_t lo) { return __uint_as_float(__byte_perm(lo, hi, 0x5410)); }
 __device__ __forceinline__ float joinHi(uint32_t hi, uint32_t lo) { return __uint_as_float(__byte_perm(lo, hi, 0x7632)); }
+
+// fragDim0 is the first of the four consecutive dimensions that lane
+// (g, t) of the f kernel holds at k16 step s (op_cuda.go's fragDim): lane t
+// has the 16-byte pieces t of every 64-byte group of a row, steps 2m and
+// 2m + 1 in piece t of group m, so that a warp's loads of its rows touch
+// one 128-byte line a row an instruction.
+__device__ __forceinline__ constexpr int fragDim0(int s, int t) { return 32 * (s / 2) + 8 * t + 4 * (s % 2); }
 
 __device__ __forceinline__ bool rowValid(long long row, long long T, const int* lengths) {
   if (lengths == nullptr) return true;
@@ -908,11 +917,11 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   // ---- kFrag chain start. The f kernel's tiles (p.tiles) hold every
   // codeword with its dimensions permuted (op_cuda.go's fragTiles): the
   // tensor cores' column 16s + 2t + {0, 1, 8, 9} of k16 step s is
-  // dimension 64t + 4s + {0, 1, 2, 3}. So lane (g, t) of warp w holds, for
-  // its rows i = 16w + g + 8h (h = 0, 1), dimensions [64t, 64t + 64) of
-  // the residual, four consecutive ones a step: aF[s/4][s%4][h] and
-  // [h + 2] are the high halves of dimensions 4s, 4s + 1 and 4s + 2,
-  // 4s + 3 (the bf16 truncation of r: the guard's bound allows for it),
+  // dimension d + {0, 1, 2, 3}, d = fragDim0(s, t). So lane (g, t) of warp
+  // w holds, for its rows i = 16w + g + 8h (h = 0, 1), four consecutive
+  // dimensions of the residual a step: aF[s/4][s%4][h] and [h + 2] are the
+  // high halves of dimensions d, d + 1 and d + 2, d + 3 (the bf16
+  // truncation of r: the guard's bound allows for it),
   // and loS[s][tid] the low halves of the four registers, in the CTA's
   // global scratch rows (64 KiB of its 128; each thread reads back only
   // what it wrote, 16 coalesced 16-byte words): r exact in fp32, r -= C_j
@@ -931,7 +940,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     for (int h = 0; h < 2; h++) {
       const long long row = row0 + 16 * warp + g + 8 * h;
       ok[h] = row < p.rows && rowValid(row, p.T, p.lengths);
-      xr[h] = p.x + (ok[h] ? row : 0) * D + 64 * t;
+      xr[h] = p.x + (ok[h] ? row : 0) * D;
       ss[h] = 0.f;
     }
 #pragma unroll
@@ -939,13 +948,13 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       float v[2][4];
 #pragma unroll
       for (int h = 0; h < 2; h++) {
-        const int d0 = 64 * t + 4 * s;
+        const int d0 = fragDim0(s, t);
         if (vec) {
-          const float4 a = ok[h] && d0 < D ? __ldg(reinterpret_cast<const float4*>(xr[h] + 4 * s)) : make_float4(0.f, 0.f, 0.f, 0.f);
+          const float4 a = ok[h] && d0 < D ? __ldg(reinterpret_cast<const float4*>(xr[h] + d0)) : make_float4(0.f, 0.f, 0.f, 0.f);
           v[h][0] = a.x, v[h][1] = a.y, v[h][2] = a.z, v[h][3] = a.w;
         } else {
 #pragma unroll
-          for (int e = 0; e < 4; e++) v[h][e] = ok[h] && d0 + e < D ? xr[h][4 * s + e] : 0.f;
+          for (int e = 0; e < 4; e++) v[h][e] = ok[h] && d0 + e < D ? xr[h][d0 + e] : 0.f;
         }
 #pragma unroll
         for (int e = 0; e < 4; e++) ss[h] += v[h][e] * v[h][e];
@@ -1272,14 +1281,14 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
         // warp's scratch row for the exact scores.
         const int il = i - i0, h = il >> 3;
         if ((lane >> 2) == (il & 7)) {
-          float4* dst = reinterpret_cast<float4*>(rowS + 64 * (lane & 3));
+          float4* dst = reinterpret_cast<float4*>(rowS);
 #pragma unroll
           for (int s = 0; s < 16; s++) {
             const uint4 lo = loS[s * C::kThreads + tid];
             const uint32_t a0 = h ? aF[s / 4][s % 4][1] : aF[s / 4][s % 4][0];
             const uint32_t a1 = h ? aF[s / 4][s % 4][3] : aF[s / 4][s % 4][2];
             const uint32_t l0 = h ? lo.y : lo.x, l1 = h ? lo.w : lo.z;
-            dst[s] = make_float4(joinLo(a0, l0), joinHi(a0, l0), joinLo(a1, l1), joinHi(a1, l1));
+            dst[fragDim0(s, lane & 3) / 4] = make_float4(joinLo(a0, l0), joinHi(a0, l0), joinLo(a1, l1), joinHi(a1, l1));
           }
         }
         __syncwarp();
@@ -1395,7 +1404,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
 #if RVQ_HAVE_WGMMA && RVQ_BULK
     if constexpr (kFrag) {
       if (!lastStage) {
-        // f's update: lane (g, t) takes dimensions [64t, 64t + 64) of its
+        // f's update: lane (g, t) takes its 64 dimensions (fragDim0) of its
         // rows i0 + g + 8h (the kFrag layout above): all 16 of its 16-byte
         // codeword loads in flight at once, then r = (high | low halves),
         // r -= C_j (fp32, the CPU's operation), split again into aF and
@@ -1411,9 +1420,9 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
           act[h] = !(rnorm[i] < 0.f);
           int jj = -1 - sel[i];
           jj = (jj < 0 || jj >= K) ? 0 : jj;
-          const uint4* src = reinterpret_cast<const uint4*>(p.words + (size_t(off) + jj) * Dp + 64 * t);
+          const uint4* src = reinterpret_cast<const uint4*>(p.words + (size_t(off) + jj) * Dp);
 #pragma unroll
-          for (int m = 0; m < 8; m++) cw[h][m] = __ldg(src + m);
+          for (int m = 0; m < 8; m++) cw[h][m] = __ldg(src + fragDim0(2 * m, t) / 8);
         }
 #pragma unroll
         for (int s = 0; s < 16; s++) los[s] = loS[s * C::kThreads + tid];

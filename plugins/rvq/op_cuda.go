@@ -412,13 +412,14 @@ func swizzleTiles(words []uint16, dp int) []uint16 {
 const fragDp = 256
 
 // fragDim is the f kernels' dimension order: the tensor cores' column c =
-// 16s + w of k16 step s (w < 16) is dimension 64t + 4s + e with t = (w%8)/2
-// and e = 2(w/8) + w%2, so that the A-fragment elements a lane holds (mma's
-// columns 2t, 2t+1, 2t+8 and 2t+9 of every step) are the dimensions
-// [64t, 64t+64) of its rows (kernels/rvq.cu, kFrag).
+// 16s + w of k16 step s (w < 16) is dimension 32(s/2) + 8t + 4(s%2) + e with
+// t = (w%8)/2 and e = 2(w/8) + w%2, so that the A-fragment elements a lane
+// holds (mma's columns 2t, 2t+1, 2t+8 and 2t+9 of every step) are four
+// consecutive dimensions of its rows, and lane t's are the 16-byte pieces t
+// of every 64-byte group of a bf16 row (kernels/rvq.cu, kFrag and fragDim0).
 func fragDim(c int) int {
 	s, w := c/16, c%16
-	return 64*((w%8)/2) + 4*s + 2*(w/8) + w%2
+	return 32*(s/2) + 8*((w%8)/2) + 4*(s%2) + 2*(w/8) + w%2
 }
 
 // permuteRows returns words ([rows][dp]) with row n's value perm(c) at
