@@ -102,12 +102,12 @@ func (v variant) threads() int {
 // shared is its dynamic shared memory for rows of dp values on a GPU that is
 // Hopper or not: the bf16 A tile (staged on Hopper: the staging tiles, 64
 // values a row; frag on Hopper: none), the ring (codewords and hn), the
-// per-warp partial minima, three per-row words, the ring's two mbarriers a slot, with rs the fp32
-// residual rows, and for the aw kernels the quantized-gather region: every
-// stage's uint16 code of every row, every stage's (codeword offset, K) as
-// two int32 and gatherBars 8-byte mbarriers for each of up to 8 warps
-// (kernels/rvq.cu's aTileBytes, sharedRows, stageCodes, stageMeta,
-// gatherBar and its shared-memory comment).
+// per-warp partial minima, three per-row words, the ring's two mbarriers a
+// slot, with rs the fp32 residual rows, and for the aw kernels the
+// quantized-gather region: every stage's uint16 code of every row, every
+// stage's (codeword offset, K) as two int32 and gatherBars 8-byte mbarriers
+// for each of up to 8 warps (kernels/rvq.cu's aTileBytes, sharedRows,
+// stageCodes, stageMeta, gatherBar and its shared-memory comment).
 func (v variant) shared(dp int, hopper bool) int {
 	const gatherBars, maxWarps = 8, 8 // kernels/rvq.cu's kGatherBars and its 8 warps at most
 	a := v.bm * dp * 2
