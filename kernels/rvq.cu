@@ -683,6 +683,152 @@ __device__ __forceinline__ uint32_t gatherBar(char* smem, int Dp, int BN, int WN
   return smemAddr(stageMeta<BM, S, AR>(smem, Dp, BN, WN, RS) + 2 * kMaxQ) + 8 * (warp * kGatherBars + i);
 }
 
+// ---- The f kernel's residual (kFrag in encodeChain; Dp = 256, 8 compute
+// warps of 16 rows, 256 threads). Lane (g, t) of warp w holds, for its rows
+// i = 16w + g + 8h (h = 0, 1), the residual's four dimensions
+// d + {0, 1, 2, 3}, d = fragDim0(s, t), of each k16 step s < kFragSteps:
+// the mma A-fragment registers aF[s/4][s%4][h] (d, d + 1) and [h + 2]
+// (d + 2, d + 3) hold their high halves (the bf16 truncation of r, the
+// tensor cores' A operand), lo[s·256 + tid] the low halves of the four
+// registers in the same order (in the CTA's global scratch: each thread
+// reads back only what it wrote, coalesced 16-byte words). r = high | low
+// is the exact fp32 residual.
+constexpr int kFragSteps = 16;
+constexpr int kFragLoFloats = kFragSteps * 256 * 4;  // the low halves' floats (64 KiB)
+using FragA = uint32_t[4][4][4];
+
+// The helpers take the compute thread's index tid (< 256).
+// fragStart is f's chain start: r = x (0 for rows that are not valid and
+// past D) into aF and lo; rnorm[i] = ||x_i|| (-1: not valid); the input
+// check of the chain's first stage (rvq_check's rule on the fp32 squared
+// norm, this order) into p.status.
+__device__ __forceinline__ void fragStart(const Params& p, long long row0, int q0, int tid, FragA& aF, uint4* lo,
+                                          float* rnorm) {
+  const int lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+  const int D = static_cast<int>(p.D);
+  const bool vec = D % 4 == 0 && (reinterpret_cast<uintptr_t>(p.x) & 15) == 0;
+  float ss[2];
+  bool ok[2];
+  const float* xr[2];
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    const long long row = row0 + 16 * warp + g + 8 * h;
+    ok[h] = row < p.rows && rowValid(row, p.T, p.lengths);
+    xr[h] = p.x + (ok[h] ? row : 0) * D;
+    ss[h] = 0.f;
+  }
+#pragma unroll
+  for (int s = 0; s < kFragSteps; s++) {
+    float v[2][4];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const int d0 = fragDim0(s, t);
+      if (vec) {
+        const float4 a = ok[h] && d0 < D ? __ldg(reinterpret_cast<const float4*>(xr[h] + d0)) : make_float4(0.f, 0.f, 0.f, 0.f);
+        v[h][0] = a.x, v[h][1] = a.y, v[h][2] = a.z, v[h][3] = a.w;
+      } else {
+#pragma unroll
+        for (int e = 0; e < 4; e++) v[h][e] = ok[h] && d0 + e < D ? xr[h][d0 + e] : 0.f;
+      }
+#pragma unroll
+      for (int e = 0; e < 4; e++) ss[h] += v[h][e] * v[h][e];
+    }
+    aF[s / 4][s % 4][0] = hiHalves(v[0][0], v[0][1]);
+    aF[s / 4][s % 4][1] = hiHalves(v[1][0], v[1][1]);
+    aF[s / 4][s % 4][2] = hiHalves(v[0][2], v[0][3]);
+    aF[s / 4][s % 4][3] = hiHalves(v[1][2], v[1][3]);
+    lo[s * 256 + tid] = make_uint4(loHalves(v[0][0], v[0][1]), loHalves(v[1][0], v[1][1]),
+                                   loHalves(v[0][2], v[0][3]), loHalves(v[1][2], v[1][3]));
+  }
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    ss[h] += __shfl_xor_sync(kFull, ss[h], 1);
+    ss[h] += __shfl_xor_sync(kFull, ss[h], 2);
+    const long long row = row0 + 16 * warp + g + 8 * h;
+    if (t == 0) {
+      rnorm[16 * warp + g + 8 * h] = ok[h] ? sqrtf(ss[h]) : -1.f;
+      if (ok[h] && q0 == 0 && p.status != nullptr && !(ss[h] <= static_cast<float>(p.limit)))
+        atomicMin(p.status, static_cast<unsigned long long>(row));
+    }
+  }
+  __syncwarp();  // each warp reads only its own rows' rnorm
+}
+
+// fragRow writes row il (< 16) of the calling warp, rejoined in fp32 and in
+// the natural dimension order, to rowS ([256], the warp's scratch row) for
+// an exact re-score; the row's owner lanes (g = il % 8) write, then the
+// warp synchronises. All lanes must call it.
+__device__ __forceinline__ void fragRow(int il, int tid, const FragA& aF, const uint4* lo, float* rowS) {
+  const int lane = tid & 31, h = il >> 3;
+  if ((lane >> 2) == (il & 7)) {
+    float4* dst = reinterpret_cast<float4*>(rowS);
+#pragma unroll
+    for (int s = 0; s < kFragSteps; s++) {
+      const uint4 l = lo[s * 256 + tid];
+      const uint32_t a0 = h ? aF[s / 4][s % 4][1] : aF[s / 4][s % 4][0];
+      const uint32_t a1 = h ? aF[s / 4][s % 4][3] : aF[s / 4][s % 4][2];
+      const uint32_t l0 = h ? l.y : l.x, l1 = h ? l.w : l.z;
+      dst[fragDim0(s, lane & 3) / 4] = make_float4(joinLo(a0, l0), joinHi(a0, l0), joinLo(a1, l1), joinHi(a1, l1));
+    }
+  }
+  __syncwarp();
+}
+
+// fragUpdate is f's stage-end update of the calling warp's rows i0..i0+15:
+// r -= C_j (fp32, the CPU's operation) with j = -1 - sel[i] from the
+// stage's codewords words ([K][256] bf16), in place in aF and lo; rnorm[i]
+// = ||r|| for the valid rows (a row that is not valid subtracts zeros and
+// stays 0). A lane's 16 codeword loads (16-byte pieces: fragDim0 makes a
+// warp's load one line a row) and its 16 low-half loads are all in flight
+// before the first is used.
+__device__ __forceinline__ void fragUpdate(const uint16_t* words, int K, int i0, int tid, const int* sel, float* rnorm,
+                                           FragA& aF, uint4* lo) {
+  const int lane = tid & 31, g = lane >> 2, t = lane & 3;
+  __syncwarp();  // lane 0's re-score decisions are in sel
+  bool act[2];
+  uint4 cw[2][8], los[kFragSteps];
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    const int i = i0 + g + 8 * h;
+    act[h] = !(rnorm[i] < 0.f);
+    int jj = -1 - sel[i];
+    jj = (jj < 0 || jj >= K) ? 0 : jj;
+    const uint4* src = reinterpret_cast<const uint4*>(words + size_t(jj) * 256);
+#pragma unroll
+    for (int m = 0; m < 8; m++) cw[h][m] = __ldg(src + fragDim0(2 * m, t) / 8);
+  }
+#pragma unroll
+  for (int s = 0; s < kFragSteps; s++) los[s] = lo[s * 256 + tid];
+  __syncwarp();  // every lane has read rnorm before the owners write it
+  float ss[2] = {0.f, 0.f};
+#pragma unroll
+  for (int s = 0; s < kFragSteps; s++) {
+    const uint4 l4 = los[s];
+    uint32_t nl[4];
+#pragma unroll
+    for (int j = 0; j < 4; j++) {  // register j: row h = j % 2, dimensions fragDim0(s, t) + 2(j / 2) + {0, 1}
+      const int h = j & 1;
+      const uint4 c4 = cw[h][s / 2];
+      uint32_t c = (s & 1) ? (j < 2 ? c4.z : c4.w) : (j < 2 ? c4.x : c4.y);
+      c = act[h] ? c : 0u;
+      const uint32_t l = j == 0 ? l4.x : j == 1 ? l4.y : j == 2 ? l4.z : l4.w;
+      uint32_t& a = aF[s / 4][s % 4][j];
+      const float ra = joinLo(a, l) - __uint_as_float(c << 16);
+      const float rb = joinHi(a, l) - __uint_as_float(c & 0xFFFF0000u);
+      ss[h] += ra * ra + rb * rb;
+      a = hiHalves(ra, rb);
+      nl[j] = loHalves(ra, rb);
+    }
+    lo[s * 256 + tid] = make_uint4(nl[0], nl[1], nl[2], nl[3]);
+  }
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    ss[h] += __shfl_xor_sync(kFull, ss[h], 1);
+    ss[h] += __shfl_xor_sync(kFull, ss[h], 2);
+    if (t == 0 && act[h]) rnorm[i0 + g + 8 * h] = sqrtf(ss[h]);
+  }
+}
+
 // Cursor walks the flattened (stage, N-tile, k-chunk) sequence of a chain.
 struct Cursor {
   int q, nt, kc;
@@ -751,7 +897,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     const bool vec = D % 8 == 0 && (reinterpret_cast<uintptr_t>(p.x) & 15) == 0;
     for (int c0 = warp * RW * cpr; c0 < (warp + 1) * RW * cpr; c0 += 32 * kCS) {
       float v[kCS][8], ss[kCS];
-  #pragma unroll
+#pragma unroll
       for (int u = 0; u < kCS; u++) {
         const int c = c0 + u * 32 + lane, i = c / cpr, k = c % cpr;
         const long long row = row0 + i;
@@ -762,11 +908,11 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
           v[u][0] = a.x, v[u][1] = a.y, v[u][2] = a.z, v[u][3] = a.w;
           v[u][4] = b.x, v[u][5] = b.y, v[u][6] = b.z, v[u][7] = b.w;
         } else {
-  #pragma unroll
+#pragma unroll
           for (int j = 0; j < 8; j++) v[u][j] = (!vec && ok && k * 8 + j < D) ? p.x[row * D + k * 8 + j] : 0.f;
         }
       }
-  #pragma unroll
+#pragma unroll
       for (int u = 0; u < kCS; u++) {
         const int c = c0 + u * 32 + lane, i = c / cpr, k = c % cpr;
         const long long row = row0 + i;
@@ -782,7 +928,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
         }
         uint32_t h[4];
         ss[u] = 0.f;
-  #pragma unroll
+#pragma unroll
         for (int j = 0; j < 4; j++) {
           h[j] = bf16x2(v[u][2 * j], v[u][2 * j + 1]);
           ss[u] += v[u][2 * j] * v[u][2 * j] + v[u][2 * j + 1] * v[u][2 * j + 1];
@@ -909,76 +1055,20 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   // AR: the warp's A fragments (its 16 rows, every k16 step of Dp) for the
   // stage, mma.sync's A layout, which wgmma's register A uses too: lane
   // (g, t) = (lane / 4, lane % 4) holds rows g and g + 8, columns 2t, 2t + 1
-  // and 2t + 8, 2t + 9 of each step. g fills them at the stage end for the
-  // next stage.
+  // and 2t + 8, 2t + 9 of each step. g and f fill them at the stage end for
+  // the next stage.
   uint32_t aF[AR ? AK : 1][kBK / 16][4];
   // kStaged: this build runs g's update (the fragments by staging tiles).
   constexpr bool kStaged = AR == 2 && kNoATile<AR> && AW && WG && PW;
-  // ---- kFrag chain start. The f kernel's tiles (p.tiles) hold every
-  // codeword with its dimensions permuted (op_cuda.go's fragTiles): the
-  // tensor cores' column 16s + 2t + {0, 1, 8, 9} of k16 step s is
-  // dimension d + {0, 1, 2, 3}, d = fragDim0(s, t). So lane (g, t) of warp
-  // w holds, for its rows i = 16w + g + 8h (h = 0, 1), four consecutive
-  // dimensions of the residual a step: aF[s/4][s%4][h] and [h + 2] are the
-  // high halves of dimensions d, d + 1 and d + 2, d + 3 (the bf16
-  // truncation of r: the guard's bound allows for it),
-  // and loS[s][tid] the low halves of the four registers, in the CTA's
-  // global scratch rows (64 KiB of its 128; each thread reads back only
-  // what it wrote, 16 coalesced 16-byte words): r exact in fp32, r -= C_j
-  // elementwise as the CPU does. The rest of the scratch: a warp's fp32 row
-  // for an exact re-score (rowS).
-  uint4* const loS = reinterpret_cast<uint4*>(res);  // [16][kThreads] (kFrag)
-  float* const rowS = res + 16 * C::kThreads * 4 + warp * Dp;
-  if constexpr (kFrag) {
-    static_assert(AK == 4 && C::kThreads == 256 && BM / C::kWarps == 16, "f: D = 256, 8 warps of 16 rows");
-    const int g = lane >> 2, t = lane & 3;
-    const bool vec = D % 4 == 0 && (reinterpret_cast<uintptr_t>(p.x) & 15) == 0;
-    float ss[2];
-    bool ok[2];
-    const float* xr[2];
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-      const long long row = row0 + 16 * warp + g + 8 * h;
-      ok[h] = row < p.rows && rowValid(row, p.T, p.lengths);
-      xr[h] = p.x + (ok[h] ? row : 0) * D;
-      ss[h] = 0.f;
-    }
-#pragma unroll
-    for (int s = 0; s < 16; s++) {
-      float v[2][4];
-#pragma unroll
-      for (int h = 0; h < 2; h++) {
-        const int d0 = fragDim0(s, t);
-        if (vec) {
-          const float4 a = ok[h] && d0 < D ? __ldg(reinterpret_cast<const float4*>(xr[h] + d0)) : make_float4(0.f, 0.f, 0.f, 0.f);
-          v[h][0] = a.x, v[h][1] = a.y, v[h][2] = a.z, v[h][3] = a.w;
-        } else {
-#pragma unroll
-          for (int e = 0; e < 4; e++) v[h][e] = ok[h] && d0 + e < D ? xr[h][d0 + e] : 0.f;
-        }
-#pragma unroll
-        for (int e = 0; e < 4; e++) ss[h] += v[h][e] * v[h][e];
-      }
-      aF[s / 4][s % 4][0] = hiHalves(v[0][0], v[0][1]);
-      aF[s / 4][s % 4][1] = hiHalves(v[1][0], v[1][1]);
-      aF[s / 4][s % 4][2] = hiHalves(v[0][2], v[0][3]);
-      aF[s / 4][s % 4][3] = hiHalves(v[1][2], v[1][3]);
-      loS[s * C::kThreads + tid] = make_uint4(loHalves(v[0][0], v[0][1]), loHalves(v[1][0], v[1][1]),
-                                              loHalves(v[0][2], v[0][3]), loHalves(v[1][2], v[1][3]));
-    }
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-      ss[h] += __shfl_xor_sync(kFull, ss[h], 1);
-      ss[h] += __shfl_xor_sync(kFull, ss[h], 2);
-      const long long row = row0 + 16 * warp + g + 8 * h;
-      if (t == 0) {
-        rnorm[16 * warp + g + 8 * h] = ok[h] ? sqrtf(ss[h]) : -1.f;
-        if (ok[h] && q0 == 0 && p.status != nullptr && !(ss[h] <= static_cast<float>(p.limit)))
-          atomicMin(p.status, static_cast<unsigned long long>(row));
-      }
-    }
-    __syncwarp();  // each warp reads only its own rows' rnorm
-  }
+  // ---- kFrag chain start (fragStart: the layout). The f kernel's tiles
+  // (p.tiles) hold every codeword with its dimensions permuted (op_cuda.go's
+  // fragTiles) to match: the tensor cores' column 16s + 2t + {0, 1, 8, 9}
+  // of k16 step s is dimension fragDim0(s, t) + {0, 1, 2, 3}. The CTA's
+  // scratch rows hold the low halves (loS, 64 KiB of its 128) and a warp's
+  // fp32 row for an exact re-score (rowS, fragRow).
+  uint4* const loS = reinterpret_cast<uint4*>(res);  // [kFragSteps][256] (kFrag)
+  float* const rowS = res + kFragLoFloats + warp * Dp;
+  if constexpr (kFrag) fragStart(p, row0, q0, tid, aF, loS, rnorm);
   int slot = 0;
   for (int q = q0; q < q1; q++) {
     const int off = p.meta[q * 4], K = p.meta[q * 4 + 1];
@@ -1276,23 +1366,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
     // The rows to re-score (sel >= 0), one ballot: usually none.
     for (unsigned ties = __ballot_sync(kFull, lane < RW && sel[i0 + lane] >= 0); ties != 0; ties &= ties - 1) {
       const int i = i0 + __ffs(ties) - 1;
-      if constexpr (kFrag) {
-        // The row's owner lanes (g = i % 8) write its fp32 residual to the
-        // warp's scratch row for the exact scores.
-        const int il = i - i0, h = il >> 3;
-        if ((lane >> 2) == (il & 7)) {
-          float4* dst = reinterpret_cast<float4*>(rowS);
-#pragma unroll
-          for (int s = 0; s < 16; s++) {
-            const uint4 lo = loS[s * C::kThreads + tid];
-            const uint32_t a0 = h ? aF[s / 4][s % 4][1] : aF[s / 4][s % 4][0];
-            const uint32_t a1 = h ? aF[s / 4][s % 4][3] : aF[s / 4][s % 4][2];
-            const uint32_t l0 = h ? lo.y : lo.x, l1 = h ? lo.w : lo.z;
-            dst[fragDim0(s, lane & 3) / 4] = make_float4(joinLo(a0, l0), joinHi(a0, l0), joinLo(a1, l1), joinHi(a1, l1));
-          }
-        }
-        __syncwarp();
-      }
+      if constexpr (kFrag) fragRow(i - i0, tid, aF, loS, rowS);
       const float* src = kFrag ? rowS : res + size_t(i) * Dp;
       float bs = INFINITY;
       int bj = 0x7fffffff;
@@ -1401,62 +1475,8 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
       }
     }
 #endif
-#if RVQ_HAVE_WGMMA && RVQ_BULK
-    if constexpr (kFrag) {
-      if (!lastStage) {
-        // f's update: lane (g, t) takes its 64 dimensions (fragDim0) of its
-        // rows i0 + g + 8h (the kFrag layout above): all 16 of its 16-byte
-        // codeword loads in flight at once, then r = (high | low halves),
-        // r -= C_j (fp32, the CPU's operation), split again into aF and
-        // loS; ||r||^2 summed over the quad. A row that is not valid (sel
-        // -1) subtracts zeros and stays 0.
-        __syncwarp();  // lane 0's re-score decisions are in sel
-        const int g = lane >> 2, t = lane & 3;
-        bool act[2];
-        uint4 cw[2][8], los[16];
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-          const int i = i0 + g + 8 * h;
-          act[h] = !(rnorm[i] < 0.f);
-          int jj = -1 - sel[i];
-          jj = (jj < 0 || jj >= K) ? 0 : jj;
-          const uint4* src = reinterpret_cast<const uint4*>(p.words + (size_t(off) + jj) * Dp);
-#pragma unroll
-          for (int m = 0; m < 8; m++) cw[h][m] = __ldg(src + fragDim0(2 * m, t) / 8);
-        }
-#pragma unroll
-        for (int s = 0; s < 16; s++) los[s] = loS[s * C::kThreads + tid];
-        __syncwarp();  // every lane has read rnorm before the owners write it
-        float ss[2] = {0.f, 0.f};
-#pragma unroll
-        for (int s = 0; s < 16; s++) {
-          const uint4 lo = los[s];
-          uint32_t nl[4];
-#pragma unroll
-          for (int j = 0; j < 4; j++) {  // register j: row h = j % 2, dimensions 4s + 2(j / 2) + {0, 1}
-            const int h = j & 1;
-            const uint4 c4 = cw[h][s / 2];
-            uint32_t c = (s & 1) ? (j < 2 ? c4.z : c4.w) : (j < 2 ? c4.x : c4.y);
-            c = act[h] ? c : 0u;
-            const uint32_t l = j == 0 ? lo.x : j == 1 ? lo.y : j == 2 ? lo.z : lo.w;
-            uint32_t& a = aF[s / 4][s % 4][j];
-            const float ra = joinLo(a, l) - __uint_as_float(c << 16);
-            const float rb = joinHi(a, l) - __uint_as_float(c & 0xFFFF0000u);
-            ss[h] += ra * ra + rb * rb;
-            a = hiHalves(ra, rb);
-            nl[j] = loHalves(ra, rb);
-          }
-          loS[s * C::kThreads + tid] = make_uint4(nl[0], nl[1], nl[2], nl[3]);
-        }
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-          ss[h] += __shfl_xor_sync(kFull, ss[h], 1);
-          ss[h] += __shfl_xor_sync(kFull, ss[h], 2);
-          if (t == 0 && act[h]) rnorm[i0 + g + 8 * h] = sqrtf(ss[h]);
-        }
-      }
-    }
-#endif
+    if constexpr (kFrag)
+      if (!lastStage) fragUpdate(p.words + size_t(off) * Dp, K, i0, tid, sel, rnorm, aF, loS);
     __syncwarp();
     for (int base = 0; base < (kStaged || kFrag ? 0 : RW * cpr); base += 32 * kUp) {
       uint4 cw[kUp];
