@@ -71,16 +71,27 @@ type variant struct {
 	// awDp padded values and runs for those only, elsewhere the kernel runs
 	// the plain loop for any width.
 	awDp int
-	// staged (the g kernels): the update hands the next stage its A
-	// fragments through a 2 KiB staging tile a warp, and on Hopper the
-	// kernel has those tiles instead of the bf16 A tile.
-	staged bool
-	// frag (the f kernels): on Hopper the fp32 residual is split between
-	// the A fragments (high halves) and global scratch (low halves), no A
-	// tile, and the kernel reads the codebook's fragTiles instead of its
-	// tiles.
-	frag bool
+	// update: where the stage end's update leaves the next stage's A
+	// operand on Hopper (kernels/rvq.cu's AR).
+	update aUpdate
 }
+
+// aUpdate is how a fused kernel's stage-end update hands the next stage its
+// bf16 A operand on Hopper; elsewhere every kernel writes the A tile.
+type aUpdate int
+
+const (
+	// toTile: into the A tile in shared memory (BM x Dp bf16).
+	toTile aUpdate = iota
+	// staged (the g kernels): through a 2 KiB staging tile a warp into the
+	// A fragments in registers; the kernel has those tiles instead of the
+	// A tile.
+	staged
+	// frag (the f kernels): the fp32 residual is split between the A
+	// fragments (high halves) and global scratch (low halves), no A tile,
+	// and the kernel reads the codebook's fragTiles instead of its tiles.
+	frag
+)
 
 // grid is its number of CTAs for rows rows.
 func (v variant) grid(rows int) int { return (rows + v.bm - 1) / v.bm }
@@ -112,9 +123,9 @@ func (v variant) shared(dp int, hopper bool) int {
 	const gatherBars, maxWarps = 8, 8 // kernels/rvq.cu's kGatherBars and its 8 warps at most
 	a := v.bm * dp * 2
 	switch {
-	case v.staged && hopper:
+	case v.update == staged && hopper:
 		a = v.bm * dimAlign * 2
-	case v.frag && hopper:
+	case v.update == frag && hopper:
 		a = 0
 	}
 	n := a + v.stage*(v.bn*dimAlign*2+v.bn*4) + v.wn*v.bm*12 + v.bm*12 + v.stage*16
@@ -131,38 +142,38 @@ func (v variant) shared(dp int, hopper bool) int {
 // first whose shared memory fits the device for the codebooks' D (the wg
 // ones on Hopper only).
 var variants = []variant{
-	{"rvq_encode_wg_m128n128s3px2", 128, 128, 8, 1, 3, false, false, 0, false, false},
-	{"rvq_encode_wg_m192n128s4p", 192, 128, 12, 1, 4, false, false, 0, false, false},
-	{"rvq_encode_wg_m128n128s4p", 128, 128, 8, 1, 4, false, false, 0, false, false},
-	{"rvq_encode_m128n128w24s4p", 128, 128, 2, 4, 4, false, false, 0, false, false},
-	{"rvq_encode_m64n128w14s4p", 64, 128, 1, 4, 4, false, false, 0, false, false},
-	{"rvq_encode_m128n128w24s4pr", 128, 128, 2, 4, 4, true, false, 0, false, false},
-	{"rvq_encode_m128n256w24s3p", 128, 256, 2, 4, 3, false, false, 0, false, false},
-	{"rvq_encode_m256n128w81s4p", 256, 128, 8, 1, 4, false, false, 0, false, false},
-	{"rvq_encode_m128n128w41s4px2", 128, 128, 4, 1, 4, false, false, 0, false, false},
-	{"rvq_encode_m128n128w41s4pwx2", 128, 128, 4, 1, 4, false, true, 0, false, false},
+	{"rvq_encode_wg_m128n128s3px2", 128, 128, 8, 1, 3, false, false, 0, toTile},
+	{"rvq_encode_wg_m192n128s4p", 192, 128, 12, 1, 4, false, false, 0, toTile},
+	{"rvq_encode_wg_m128n128s4p", 128, 128, 8, 1, 4, false, false, 0, toTile},
+	{"rvq_encode_m128n128w24s4p", 128, 128, 2, 4, 4, false, false, 0, toTile},
+	{"rvq_encode_m64n128w14s4p", 64, 128, 1, 4, 4, false, false, 0, toTile},
+	{"rvq_encode_m128n128w24s4pr", 128, 128, 2, 4, 4, true, false, 0, toTile},
+	{"rvq_encode_m128n256w24s3p", 128, 256, 2, 4, 3, false, false, 0, toTile},
+	{"rvq_encode_m256n128w81s4p", 256, 128, 8, 1, 4, false, false, 0, toTile},
+	{"rvq_encode_m128n128w41s4px2", 128, 128, 4, 1, 4, false, false, 0, toTile},
+	{"rvq_encode_m128n128w41s4pwx2", 128, 128, 4, 1, 4, false, true, 0, toTile},
 	// wg: wgmma on sm_90a (unless kernels/rvq.cu is built with
 	// RVQ_NO_WGMMA), the same tiling on mma.sync elsewhere.
-	{"rvq_encode_wg_m128n128s4pw", 128, 128, 8, 1, 4, false, true, 0, false, false},
-	{"rvq_encode_wg_m128n128s6pw", 128, 128, 8, 1, 6, false, true, 0, false, false},
-	{"rvq_encode_wg_m128n128s3pwx2", 128, 128, 8, 1, 3, false, true, 0, false, false},
-	{"rvq_encode_wg_m192n128s4pw", 192, 128, 12, 1, 4, false, true, 0, false, false},
-	{"rvq_encode_wg_m256n128s3p", 256, 128, 16, 1, 3, false, false, 0, false, false},
+	{"rvq_encode_wg_m128n128s4pw", 128, 128, 8, 1, 4, false, true, 0, toTile},
+	{"rvq_encode_wg_m128n128s6pw", 128, 128, 8, 1, 6, false, true, 0, toTile},
+	{"rvq_encode_wg_m128n128s3pwx2", 128, 128, 8, 1, 3, false, true, 0, toTile},
+	{"rvq_encode_wg_m192n128s4pw", 192, 128, 12, 1, 4, false, true, 0, toTile},
+	{"rvq_encode_wg_m256n128s3p", 256, 128, 16, 1, 3, false, false, 0, toTile},
 	// wa: wg with asynchronous N-tiles, a producer warpgroup and setmaxnreg
 	// (sm_90a), the pipeline compiled for one padded width.
-	{"rvq_encode_wa_m128n128s6pw_d128", 128, 128, 8, 1, 6, false, true, 128, false, false},
-	{"rvq_encode_wa_m128n128s8pw_d128", 128, 128, 8, 1, 8, false, true, 128, false, false},
-	{"rvq_encode_wa_m128n128s6pwr_d128", 128, 128, 8, 1, 6, true, true, 128, false, false},
-	{"rvq_encode_wa_m128n64s16pw_d256", 128, 64, 8, 1, 16, false, true, 256, false, false},
+	{"rvq_encode_wa_m128n128s6pw_d128", 128, 128, 8, 1, 6, false, true, 128, toTile},
+	{"rvq_encode_wa_m128n128s8pw_d128", 128, 128, 8, 1, 8, false, true, 128, toTile},
+	{"rvq_encode_wa_m128n128s6pwr_d128", 128, 128, 8, 1, 6, true, true, 128, toTile},
+	{"rvq_encode_wa_m128n64s16pw_d256", 128, 64, 8, 1, 16, false, true, 256, toTile},
 	// a: the A operand (the bf16 residual) in registers for the stage.
-	{"rvq_encode_wa_m128n128s6pwra_d128", 128, 128, 8, 1, 6, true, true, 128, false, false},
-	{"rvq_encode_wa_m128n64s16pwa_d256", 128, 64, 8, 1, 16, false, true, 256, false, false},
+	{"rvq_encode_wa_m128n128s6pwra_d128", 128, 128, 8, 1, 6, true, true, 128, toTile},
+	{"rvq_encode_wa_m128n64s16pwa_d256", 128, 64, 8, 1, 16, false, true, 256, toTile},
 	// g: the update hands the next stage its A fragments (no A tile on
 	// Hopper: a ring of 12 slots of 128 codewords at D = 256).
-	{"rvq_encode_wa_m128n128s12pwg_d256", 128, 128, 8, 1, 12, false, true, 256, true, false},
+	{"rvq_encode_wa_m128n128s12pwg_d256", 128, 128, 8, 1, 12, false, true, 256, staged},
 	// f: the residual's high halves are the A fragments, its low halves in
 	// global scratch (no A tile on Hopper: a ring of 13 slots at D = 256).
-	{"rvq_encode_wa_m128n128s13pwf_d256", 128, 128, 8, 1, 13, false, true, 256, false, true},
+	{"rvq_encode_wa_m128n128s13pwf_d256", 128, 128, 8, 1, 13, false, true, 256, frag},
 }
 
 // fits returns why variant v cannot encode rows of d values (dp padded) on
@@ -664,7 +675,7 @@ func (dc *DeviceCodebooks) launchFused(v variant, k *cuda.Kernel, x cuda.DeviceP
 	c := dc.c
 	rows := bt.B * bt.T
 	tiles := dc.tiles
-	if v.frag && dc.fragTiles != nil {
+	if v.update == frag && dc.fragTiles != nil {
 		tiles = dc.fragTiles
 	}
 	return k.Launch(cuda.Dim3{X: v.grid(rows), Y: 1, Z: 1}, cuda.Dim3{X: v.threads(), Y: 1, Z: 1}, v.shared(dc.dp, dc.k.hopper),
