@@ -323,6 +323,19 @@ __device__ __forceinline__ void bulkCopy(uint32_t dst, const void* src, int byte
                "l"(src), "r"(bytes), "r"(mbar)
                : "memory");
 }
+// bulkStore copies bytes (a multiple of 16; both addresses 16-byte aligned)
+// from shared memory to global memory in the background (a bulk group of
+// the calling thread); bulkStoreRead waits until the thread's bulk stores
+// have read their shared memory (which may then be reused, or the CTA end).
+__device__ __forceinline__ void bulkStore(void* dst, uint32_t src, int bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(src), "r"(bytes)
+               : "memory");
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+__device__ __forceinline__ void bulkStoreRead() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+__device__ __forceinline__ void stShared4(uint32_t a, float x, float y, float z, float w) {
+  asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "f"(x), "f"(y), "f"(z), "f"(w) : "memory");
+}
 #endif
 
 #if RVQ_BULK
@@ -717,28 +730,57 @@ __device__ __forceinline__ void fragStart(const Params& p, long long row0, int q
     xr[h] = p.x + (ok[h] ? row : 0) * D;
     ss[h] = 0.f;
   }
+  // put takes step s's values of x: v[h][e] is dimension fragDim0(s, t) + e
+  // of row h (0 past D and for rows that are not valid).
+  auto put = [&](int s, const float (&v)[2][4]) {
 #pragma unroll
-  for (int s = 0; s < kFragSteps; s++) {
-    float v[2][4];
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-      const int d0 = fragDim0(s, t);
-      if (vec) {
-        const float4 a = ok[h] && d0 < D ? __ldg(reinterpret_cast<const float4*>(xr[h] + d0)) : make_float4(0.f, 0.f, 0.f, 0.f);
-        v[h][0] = a.x, v[h][1] = a.y, v[h][2] = a.z, v[h][3] = a.w;
-      } else {
-#pragma unroll
-        for (int e = 0; e < 4; e++) v[h][e] = ok[h] && d0 + e < D ? xr[h][d0 + e] : 0.f;
-      }
+    for (int h = 0; h < 2; h++)
 #pragma unroll
       for (int e = 0; e < 4; e++) ss[h] += v[h][e] * v[h][e];
-    }
     aF[s / 4][s % 4][0] = hiHalves(v[0][0], v[0][1]);
     aF[s / 4][s % 4][1] = hiHalves(v[1][0], v[1][1]);
     aF[s / 4][s % 4][2] = hiHalves(v[0][2], v[0][3]);
     aF[s / 4][s % 4][3] = hiHalves(v[1][2], v[1][3]);
-    lo[s * 256 + tid] = make_uint4(loHalves(v[0][0], v[0][1]), loHalves(v[1][0], v[1][1]),
-                                   loHalves(v[0][2], v[0][3]), loHalves(v[1][2], v[1][3]));
+    lo[s * 256 + tid] = make_uint4(loHalves(v[0][0], v[0][1]), loHalves(v[1][0], v[1][1]), loHalves(v[0][2], v[0][3]),
+                                   loHalves(v[1][2], v[1][3]));
+  };
+  if (vec) {
+    // Every 16-byte load is issued before the first is used (the address
+    // of a piece that is not read is x's first, a safe one; its values are
+    // then replaced by 0): one round trip to memory a chain start, not one
+    // a step.
+    float4 xv[kFragSteps][2];
+#pragma unroll
+    for (int s = 0; s < kFragSteps; s++)
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const int d0 = fragDim0(s, t);
+        xv[s][h] = __ldg(reinterpret_cast<const float4*>(ok[h] && d0 < D ? xr[h] + d0 : p.x));
+      }
+#pragma unroll
+    for (int s = 0; s < kFragSteps; s++) {
+      float v[2][4];
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const bool in = ok[h] && fragDim0(s, t) < D;
+        v[h][0] = in ? xv[s][h].x : 0.f, v[h][1] = in ? xv[s][h].y : 0.f;
+        v[h][2] = in ? xv[s][h].z : 0.f, v[h][3] = in ? xv[s][h].w : 0.f;
+      }
+      put(s, v);
+    }
+  } else {
+#pragma unroll
+    for (int s = 0; s < kFragSteps; s++) {
+      float v[2][4];
+#pragma unroll
+      for (int h = 0; h < 2; h++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const int d = fragDim0(s, t) + e;
+          v[h][e] = ok[h] && d < D ? xr[h][d] : 0.f;
+        }
+      put(s, v);
+    }
   }
 #pragma unroll
   for (int h = 0; h < 2; h++) {
@@ -1581,7 +1623,8 @@ __device__ __forceinline__ void writeQuantized(const Params& p, long long row0) 
 // compiled in), after the chains: warp w sums its own rows, RP at a time,
 // each stage's codeword rows brought by bulk copies into one of NB buffers
 // (sA, then the free ring), NB stages in flight, into the same per-chunk
-// sums in the same order.
+// sums in the same order; the sums leave through shared memory by bulk
+// copies (16-byte-aligned rows, no split), else by the lanes' stores.
 template <int BM, int NTH, int S, int BN, int WN, bool RS, int AK, int AR>
 __device__ __forceinline__ void writeQuantizedGather(const Params& p, long long row0, char* smem,
                                                      const uint16_t* codesS, const int* metaS) {
@@ -1653,6 +1696,31 @@ __device__ __forceinline__ void writeQuantizedGather(const Params& p, long long 
       __syncwarp();  // every lane read the buffer before it is refilled
       proxyFence();
       if (qq + NB < Q) issue(qq + NB, g + NB);
+    }
+    if (vec && split == 0) {
+      // The pass's sums leave by bulk copies: the lanes stage them as fp32
+      // rows in the warp's parts of buffers 0 and 1 (every copy into those
+      // has been waited for and read; a row of D <= Dp floats takes two
+      // rows of codewords there), then lane t copies row r0 + t when it is
+      // valid. The stores then drain from the SM in the background instead
+      // of holding the lanes' registers (2 kPC 16-byte stores a lane).
+      static_assert(NB >= 2 && RW % 2 == 0, "writeQuantizedGather staging");
+      auto staged = [&](int t) { return buf(2 * t / RW) + (r0 + 2 * (t % (RW / 2))) * kRowB; };
+#pragma unroll
+      for (int u = 0; u < kPC; u++) {
+        const int c = u * 32 + lane, t = c / cpr, k = c % cpr;
+        const uint32_t dst = staged(t) + k * 32;
+        // (D % 8 == 4: a row's last chunk is half of one)
+        if (k * 8 + 4 <= D) stShared4(dst, a[u][0], a[u][1], a[u][2], a[u][3]);
+        if (k * 8 + 8 <= D) stShared4(dst + 16, a[u][4], a[u][5], a[u][6], a[u][7]);
+      }
+      proxyFence();  // the stores above before the bulk copies read them
+      __syncwarp();
+      if (lane < RW && ((valid >> lane) & 1)) {
+        bulkStore(p.out + (row0 + r0 + lane) * D, staged(lane), D * 4);
+        bulkStoreRead();
+      }
+      continue;
     }
 #pragma unroll
     for (int u = 0; u < kPC; u++) {

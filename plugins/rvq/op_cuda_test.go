@@ -129,12 +129,14 @@ func synthCodebooks(t *testing.T, rng *rand.Rand, frames, q, k, d int) (*Codeboo
 
 // TestCUDAEncodeMatchesCPU covers the seed's correctness shapes and the
 // contract's range (Q 1-32, K up to 4096 and not a power of two, D 64-1024
-// and not a multiple of 64), on both paths.
+// and not a multiple of 64, nor of 8 or 4: the kernels' partial chunks and
+// their scalar paths), on both paths.
 func TestCUDAEncodeMatchesCPU(t *testing.T) {
 	shapes := [][5]int{ // B, T, Q, K, D
 		{2, 301, 8, 1024, 128}, {3, 128, 4, 256, 64}, {1, 2048, 16, 1024, 128}, {5, 65, 2, 129, 96},
 		{1, 300, 32, 300, 64}, {2, 150, 4, 4096, 128}, {1, 257, 3, 1000, 1024}, {2, 200, 4, 333, 100},
 		{1, 130, 2, 1, 64}, {3, 7, 5, 2048, 256}, {1, 1, 8, 1024, 128}, {1, 16, 1, 4096, 512},
+		{2, 150, 3, 500, 196}, {1, 90, 2, 300, 250},
 	}
 	for i, s := range shapes {
 		B, T, Q, K, D := s[0], s[1], s[2], s[3], s[4]
