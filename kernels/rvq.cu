@@ -131,9 +131,9 @@
 //     so that each lane's fragment elements at a k16 step are four
 //     consecutive dimensions of its two rows, and a lane's 16-byte pieces
 //     of a row interleave with its quad's (a warp's load touches one line
-//     a row). The chain start loads x straight into that layout
-//     and the update is in place: a lane's 16 codeword loads and 16 low-half
-//     loads in flight at once, no staging, no conversion, and the stores
+//     a row). The chain start loads x straight into that layout (a lane's
+//     32 loads in flight at once) and the update is in place: a lane's 16
+//     codeword loads and 16 low-half loads in flight at once, no staging, no conversion, and the stores
 //     are not waited for. No A tile and no staging tiles: a ring of 13
 //     slots (two tiles held, five slots loading): 226 KiB (231888 bytes).
 //     The guard's bf16 term is that of a truncation, 2^-7 |r| |C_e| a
@@ -145,9 +145,11 @@
 //     shared memory; after the chains each warp brings its rows' codewords
 //     stage by stage into buffers (A's, or g's and f's none, and the then
 //     idle ring's shared memory) with bulk copies, several stages in flight,
-//     and sums them as writeQuantized does. Scattered 16-byte loads through the load/store
-//     unit reach only ~10 bytes a cycle an SM here (misses in flight); the
-//     bulk copies need no registers and about halve that phase.
+//     and sums them as writeQuantized does. Scattered 16-byte loads through
+//     the load/store unit reach only ~10 bytes a cycle an SM here (misses in
+//     flight); the bulk copies need no registers and about halve that
+//     phase. The sums leave the same way: staged as fp32 rows in the
+//     warp's parts of two buffers, one bulk copy a row to quantized.
 //   * Numerics: the other fused variants' (same running minima, same
 //     guard; f's scores differ by its truncated A and its dimension order,
 //     within its bound): codes equal to the CPU op.
@@ -1720,23 +1722,23 @@ __device__ __forceinline__ void writeQuantizedGather(const Params& p, long long 
         bulkStore(p.out + (row0 + r0 + lane) * D, staged(lane), D * 4);
         bulkStoreRead();
       }
-      continue;
-    }
+    } else {
 #pragma unroll
-    for (int u = 0; u < kPC; u++) {
-      const int c = u * 32 + lane, i = r0 + c / cpr, k = c % cpr;
-      if (!((valid >> (i - r0)) & 1)) continue;
-      float o8[8];
-      float* o = p.out + (row0 + i) * D + k * 8;
+      for (int u = 0; u < kPC; u++) {
+        const int c = u * 32 + lane, i = r0 + c / cpr, k = c % cpr;
+        if (!((valid >> (i - r0)) & 1)) continue;
+        float o8[8];
+        float* o = p.out + (row0 + i) * D + k * 8;
 #pragma unroll
-      for (int v = 0; v < 8; v++) o8[v] = split > 0 && k * 8 + v < D ? o[v] + a[u][v] : a[u][v];
-      if (vec && k * 8 + 8 <= D) {
-        reinterpret_cast<float4*>(o)[0] = make_float4(o8[0], o8[1], o8[2], o8[3]);
-        reinterpret_cast<float4*>(o)[1] = make_float4(o8[4], o8[5], o8[6], o8[7]);
-      } else {
+        for (int v = 0; v < 8; v++) o8[v] = split > 0 && k * 8 + v < D ? o[v] + a[u][v] : a[u][v];
+        if (vec && k * 8 + 8 <= D) {
+          reinterpret_cast<float4*>(o)[0] = make_float4(o8[0], o8[1], o8[2], o8[3]);
+          reinterpret_cast<float4*>(o)[1] = make_float4(o8[4], o8[5], o8[6], o8[7]);
+        } else {
 #pragma unroll
-        for (int v = 0; v < 8; v++)
-          if (k * 8 + v < D) o[v] = o8[v];
+          for (int v = 0; v < 8; v++)
+            if (k * 8 + v < D) o[v] = o8[v];
+        }
       }
     }
   }
