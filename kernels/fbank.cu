@@ -59,7 +59,9 @@ constexpr int kStatWarps = 32;  // warps per block of fbank_stats (1024 threads)
 // FBANK_ABLATE (timing probes only: the features are wrong): a bit mask of
 // stages left out of fbank_logmel, to measure what each costs: 1 the mel
 // band sums past each band's first bin, 2 the write-out of the rows to
-// global memory. 0 (the default, fbank_frame.cuh) leaves nothing out.
+// global memory, 4 the work of the fused launch's normalisation tiles
+// (they return at once). 0 (the default, fbank_frame.cuh) leaves nothing
+// out.
 
 // FBANK_MEL_TC=1: the tensor-core mel (mel_tc) instead of the band sums.
 #ifndef FBANK_MEL_TC
@@ -833,7 +835,7 @@ __device__ void entry(FBANK_LOGMEL_ARGS) {
   const Tile tl{k % G, item, G, B};
   if (!norm) {
     logmel<N, kWide, kTabs>(tl, FBANK_LOGMEL_PASS);
-  } else {
+  } else if (!(FBANK_ABLATE & 4)) {
     extern __shared__ float2 smem[];
     normalize_tile(tl, out, items, n_mels, frames, layout, stats, tile, static_cast<const float*>(partial),
                    fixed_floor, result, reinterpret_cast<float*>(smem), ready, epoch);

@@ -49,7 +49,7 @@ inline float2 make_float2(float x, float y) { return float2{x, y}; }
 #endif
 
 // FBANK_ABLATE: fbank.cu's timing probes (0: none; bit 1 leaves out mel4's
-// band sums past each band's first bin).
+// band sums past each band's first bin; the other bits: fbank.cu).
 #ifndef FBANK_ABLATE
 #define FBANK_ABLATE 0
 #endif
