@@ -619,21 +619,77 @@ __device__ __forceinline__ void norm_chunk(float4* dst, float4 v, int m, bool by
   if (Op::kStoresAll || w.x != v.x || w.y != v.y || w.z != v.z || w.w != v.w) *dst = w;
 }
 
-// norm_rows applies op in place to `rows` rows of len floats at p + r·stride,
-// feature m = r (byRow) or the position in the row. The block's threads
-// take float4 chunks k, k + blockDim.x, ... (4 in flight: the loads, then
-// op and the stores) when p, stride and len keep them 16-byte aligned, else
-// single floats.
+// norm_rows_by_warp applies op in place to `rows` rows of len floats at p +
+// r·stride, feature m = r (byRow) or the position in the row. Row r's
+// floats are h (< 4) before its first 16-byte boundary, q float4 chunks,
+// then t < 4 more (h = t = 0 when p, stride and len are multiples of 4
+// floats; mel_time rows of an odd T are not). Warp w takes rows w, w + W,
+// ... (W warps), kU of them at a time, its lanes the chunks j = lane,
+// lane + 32, ... of each (kU float4 a thread in flight; the fused launch's
+// 4-warp blocks take kU = 16, 32 KB a block, enough to stream a tile), then
+// lanes < h + t the row's ends one float each. Stores what Op says
+// (norm_chunk).
+template <int kU, class Op>
+__device__ __forceinline__ void norm_rows_by_warp(float* p, int rows, int stride, int len, bool byRow, const Op& op) {
+  const int W = blockDim.x / kWarp, warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  // The floats of row r before its first 16-byte boundary.
+  auto head = [&](int r) {
+    return min(len, (int)((4 - (reinterpret_cast<unsigned long long>(p + (long long)r * stride) >> 2 & 3)) & 3));
+  };
+  for (int r0 = warp; r0 < rows; r0 += kU * W) {
+    for (int j = lane; j < (len + 3) / 4; j += kWarp) {
+      float4 v[kU];
+#pragma unroll
+      for (int u = 0; u < kU; u++) {
+        const int r = r0 + u * W, h = head(r);
+        if (r < rows && 4 * j + 4 <= len - h) {
+          v[u] = __ldcg(reinterpret_cast<const float4*>(p + (long long)r * stride + h) + j);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kU; u++) {
+        const int r = r0 + u * W, h = head(r);
+        if (r >= rows) break;
+        if (4 * j + 4 <= len - h) {
+          norm_chunk(reinterpret_cast<float4*>(p + (long long)r * stride + h) + j, v[u], byRow ? r : h + 4 * j, byRow,
+                     op);
+        }
+      }
+    }
+    for (int u = 0; u < kU; u++) {
+      const int r = r0 + u * W;
+      if (r >= rows) break;
+      const int h = head(r), q = (len - h) / 4;
+      if (lane < len - 4 * q) {  // the h head floats, then the tail's
+        const int e = lane < h ? lane : 4 * q + lane;
+        float* const a = p + (long long)r * stride + e;
+        const float y = *a, z = op(y, byRow ? r : e);
+        if (Op::kStoresAll || z != y) *a = z;
+      }
+    }
+  }
+}
+
+// norm_rows_deep is norm_rows_by_warp with kU = 16 for the fused launch.
+// Not inlined: its 64 registers of loads in flight would otherwise weigh on
+// fbank_logmel's register allocation (op is passed by value: in
+// registers).
+template <class Op>
+__device__ __noinline__ void norm_rows_deep(float* p, int rows, int stride, int len, bool byRow, const Op op) {
+  norm_rows_by_warp<16>(p, rows, stride, len, byRow, op);
+}
+
+// norm_rows is norm_rows_by_warp for fbank_normalize's 8-warp blocks: when
+// the rows are 16-byte aligned (p, stride and len multiples of 4 floats) the
+// block's threads take float4 chunks k, k + blockDim.x, ... (4 in flight:
+// the loads, then op and the stores); other rows go to norm_rows_by_warp
+// with kU = 4.
 template <class Op>
 __device__ void norm_rows(float* p, int rows, int stride, int len, bool byRow, const Op& op) {
   constexpr int kU = 4;
   const bool vec = ((reinterpret_cast<unsigned long long>(p) | (4ull * stride) | (4ull * len)) & 15) == 0;
   if (!vec) {
-    for (int e = threadIdx.x; e < rows * len; e += blockDim.x) {
-      const int r = e / len, j = e - r * len;
-      float* a = p + (long long)r * stride + j;
-      *a = op(*a, byRow ? r : j);
-    }
+    norm_rows_by_warp<4>(p, rows, stride, len, byRow, op);
     return;
   }
   const int q = len / 4, chunks = rows * q;  // float4 chunks a row, in all
@@ -655,46 +711,11 @@ __device__ void norm_rows(float* p, int rows, int stride, int len, bool byRow, c
   }
 }
 
-// norm_rows_deep is norm_rows for the fused launch's 4-warp blocks, which
-// otherwise keep too few loads in flight to stream a tile (128 threads x 4
-// float4: a memory latency per 8 KB): warp w takes rows w, w + W, ... (W
-// warps), kU = 16 of them at a time, its lanes the float4 chunks j = lane,
-// lane + 32, ... of each (16 float4 a thread in flight: 32 KB a block).
-// Same contract as norm_rows. Not inlined: its 64 registers of loads in
-// flight would otherwise weigh on fbank_logmel's register allocation (op is
-// passed by value: in registers).
-template <class Op>
-__device__ __noinline__ void norm_rows_deep(float* p, int rows, int stride, int len, bool byRow, const Op op) {
-  constexpr int kU = 16;
-  const bool vec = ((reinterpret_cast<unsigned long long>(p) | (4ull * stride) | (4ull * len)) & 15) == 0;
-  if (!vec) {
-    norm_rows(p, rows, stride, len, byRow, op);
-    return;
-  }
-  const int W = blockDim.x / kWarp, warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, q = len / 4;
-  for (int r0 = warp; r0 < rows; r0 += kU * W) {
-    for (int j = lane; j < q; j += kWarp) {
-      float4 v[kU];
-#pragma unroll
-      for (int u = 0; u < kU; u++) {
-        const int r = r0 + u * W;
-        if (r < rows) v[u] = __ldcg(reinterpret_cast<const float4*>(p + (long long)r * stride) + j);
-      }
-#pragma unroll
-      for (int u = 0; u < kU; u++) {
-        const int r = r0 + u * W;
-        if (r >= rows) break;
-        norm_chunk(reinterpret_cast<float4*>(p + (long long)r * stride) + j, v[u], byRow ? r : 4 * j, byRow, op);
-      }
-    }
-  }
-}
-
 // norm_item normalises n frames from t0 of item (its rows: see
-// normalize_tile) with op; deep: norm_rows_deep (the fused launch).
-template <class Op>
-__device__ void norm_item(float* item, long long t0, int n, int M, int T, long long layout, bool deep, const Op& op) {
-  if (deep) {
+// normalize_tile) with op; kDeep: norm_rows_deep (the fused launch).
+template <bool kDeep, class Op>
+__device__ void norm_item(float* item, long long t0, int n, int M, int T, long long layout, const Op& op) {
+  if (kDeep) {
     if (layout == 0) {
       norm_rows_deep(item + t0, M, T, n, true, op);
     } else {
@@ -711,8 +732,9 @@ __device__ void norm_item(float* item, long long t0, int n, int M, int T, long l
 // min(x·F + F, computed)) (F = tile; frames >= computed were written as 0
 // and stay 0), every feature, as rows of contiguous floats (norm_rows):
 // time_mel [B, T, M], a row of M features a frame; mel_time [B, M, T], a row
-// of the tile's frames a feature. With ready set (the fused launch) it first
-// waits until ready[b] == epoch (finish_item of item b).
+// of the tile's frames a feature. kDeep (the fused launch's 4-warp blocks):
+// norm_rows_deep, else norm_rows. With ready set (the fused launch) it
+// first waits until ready[b] == epoch (finish_item of item b).
 //   kStatsMax: floor = fixed_floor when finite (normalize=global), else
 //     result[b] (float: finish_item). A tile whose minimum y,
 //     partial[(B + b)·G + x], is >= floor has nothing under it and is
@@ -721,6 +743,7 @@ __device__ void norm_item(float* item, long long t0, int n, int M, int T, long l
 //     {0,1}] (float64, by finish_item or fbank_stats), converted to MomentsOp's
 //     float32 form in nsm (3·M floats of shared memory).
 // Called by every thread of the block.
+template <bool kDeep>
 __device__ void normalize_tile(const Tile& tl, float* out, const Item* items, long long n_mels, long long frames,
                                long long layout, long long stats, long long tile, const float* partial,
                                double fixed_floor, const void* result, float* nsm, const long long* ready,
@@ -738,11 +761,10 @@ __device__ void normalize_tile(const Tile& tl, float* out, const Item* items, lo
   }
   float* item = out + b * M * T;
   const int n = (int)(t1 - t0);
-  const bool deep = ready != nullptr;  // the fused launch: norm_rows_deep for its 4-warp blocks
   if (stats == kStatsMax) {
     const float fl = isfinite(fixed_floor) ? (float)fixed_floor : __ldcg(static_cast<const float*>(result) + b);
     if (__ldcg(partial + (tl.B + b) * G + x) >= fl) return;  // block-uniform
-    norm_item(item, t0, n, M, T, layout, deep, ClampOp{(fl + 4.f) / 4.f});
+    norm_item<kDeep>(item, t0, n, M, T, layout, ClampOp{(fl + 4.f) / 4.f});
     return;
   }
   const double* moments = static_cast<const double*>(result) + b * M * 2;
@@ -754,7 +776,7 @@ __device__ void normalize_tile(const Tile& tl, float* out, const Item* items, lo
     nsm[2 * M + m] = (float)inv;
   }
   __syncthreads();
-  norm_item(item, t0, n, M, T, layout, deep, MomentsOp{nsm, nsm + M, nsm + 2 * M});
+  norm_item<kDeep>(item, t0, n, M, T, layout, MomentsOp{nsm, nsm + M, nsm + 2 * M});
 }
 
 }  // namespace
@@ -769,8 +791,8 @@ extern "C" __global__ void __launch_bounds__(256) fbank_normalize(float* out, co
                                                                   const float* partial, double fixed_floor,
                                                                   const void* result) {
   extern __shared__ float nsm[];
-  normalize_tile(Tile{blockIdx.x, blockIdx.y, gridDim.x, gridDim.y}, out, items, n_mels, frames, layout, stats, tile,
-                 partial, fixed_floor, result, nsm, nullptr, 0);
+  normalize_tile<false>(Tile{blockIdx.x, blockIdx.y, gridDim.x, gridDim.y}, out, items, n_mels, frames, layout,
+                        stats, tile, partial, fixed_floor, result, nsm, nullptr, 0);
 }
 
 #define FBANK_LOGMEL_ARGS                                                                                      \
@@ -837,8 +859,8 @@ __device__ void entry(FBANK_LOGMEL_ARGS) {
     logmel<N, kWide, kTabs>(tl, FBANK_LOGMEL_PASS);
   } else if (!(FBANK_ABLATE & 4)) {
     extern __shared__ float2 smem[];
-    normalize_tile(tl, out, items, n_mels, frames, layout, stats, tile, static_cast<const float*>(partial),
-                   fixed_floor, result, reinterpret_cast<float*>(smem), ready, epoch);
+    normalize_tile<true>(tl, out, items, n_mels, frames, layout, stats, tile, static_cast<const float*>(partial),
+                         fixed_floor, result, reinterpret_cast<float*>(smem), ready, epoch);
   }
   __syncthreads();
   if (threadIdx.x == 0 && atomicAdd(counters + 1, 1ull) == (unsigned long long)(2 * G * B - 1)) {

@@ -179,6 +179,57 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 	}
 }
 
+// BenchmarkCUDAFbankOdd times (dev-us/op, as BenchmarkCUDAFbank) batches of
+// 64 x 30 s whose mel_time rows are not a multiple of 4 frames (3001:
+// normalize=none keeps the last STFT frame), so that the write-out's rows
+// start off 16-byte boundaries: Whisper-128 raw log-mel with the op's
+// launches and with the rows of two steps written together (/wide), and
+// Parakeet-128 in NeMo's [B, M, T] layout; Whisper-128's default (3000
+// frames) for reference.
+//
+//	plugins_fbank.test -test.run '^$' -test.bench CUDAFbankOdd -test.benchtime 100x
+func BenchmarkCUDAFbankOdd(b *testing.B) {
+	be, err := cudatest.Open()
+	if err != nil {
+		b.Fatal(err)
+	}
+	const batch = 64
+	x := clip30s(b)
+	pcm := make([]float32, batch*len(x))
+	for i := range batch {
+		copy(pcm[i*len(x):], x)
+	}
+	dev, err := be.Upload(runtime.Must(runtime.FromSlice(runtime.F32, runtime.Shape{batch, len(x)}, pcm)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dev.Buffer().Free()
+	pcmPtr, _ := cuda.Ptr(dev)
+	for _, c := range []struct {
+		name  string
+		cfg   map[string]any
+		knobs *launchKnobs
+	}{
+		{"whisper-128", map[string]any{"preset": "whisper-128"}, nil},
+		{"whisper-128-raw", map[string]any{"preset": "whisper-128", "normalize": "none"}, nil},
+		{"whisper-128-raw/wide", map[string]any{"preset": "whisper-128", "normalize": "none"}, &launchKnobs{wide: true}},
+		{"parakeet-128-mel_time", map[string]any{"preset": "parakeet-128", "layout": "mel_time"}, nil},
+	} {
+		op := cudaOpOf(b, c.cfg, be)
+		op.knobs = c.knobs
+		items, feats, frames := plannedBatch(b, be, op, batch, len(x))
+		b.Run(fmt.Sprintf("%s/B%d/T%d", c.name, batch, frames), func(b *testing.B) {
+			enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames) // warm-up
+			var devTimes []time.Duration
+			for b.Loop() {
+				devTimes = append(devTimes, enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames))
+			}
+			b.ReportMetric(cudatest.MedianMicros(devTimes), "dev-us/op")
+		})
+		_ = feats.Buffer().Free()
+	}
+}
+
 // BenchmarkCUDAFbankClamp times Whisper-128 on a batch of 64 x 30 s (dev-us/op,
 // as BenchmarkCUDAFbank) for the speech clip and for the same clip with
 // 40 ms of digital silence every second (/gaps): then every tile of the

@@ -472,9 +472,11 @@ func TestCUDALaunchGeometry(t *testing.T) {
 // an item, or the fbank_stats launch), one or two stages of rows, the fused
 // normalisation tiles after every transform tile (lagAll) or two waves
 // behind (lagWaves), in item order or reversed (rev), the rows of two
-// steps written together (wide) and the tables in shared memory (tabs). Whisper pads the short clips to 30 s, so
-// some of their tiles fall under the floor and are clamped, others are
-// skipped.
+// steps written together (wide) and the tables in shared memory (tabs).
+// Whisper pads the short clips to 30 s, so some of their tiles fall under
+// the floor and are clamped, others are skipped; its raw log-mel
+// (normalize=none) keeps 3001 frames, so the mel_time rows of most features
+// start off 16-byte boundaries (the write-out's element-wise ends).
 func TestCUDAParityGeometry(t *testing.T) {
 	be := cudatest.Backend(t)
 	speech := loadWAV(t, "speech_b")
@@ -486,6 +488,7 @@ func TestCUDAParityGeometry(t *testing.T) {
 		{"preset": "parakeet-128"},
 		{"preset": "parakeet-128", "layout": "mel_time"},
 		{"preset": "whisper-80", "layout": "time_mel"},
+		{"preset": "whisper-128", "normalize": "none"}, // 3001 frames: rows off 16-byte boundaries
 	} {
 		want, wantLen := runOp(t, cfg, clips...) // once per configuration
 		for _, tc := range []struct {
