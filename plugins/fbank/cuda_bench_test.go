@@ -112,15 +112,7 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 	x := clip30s(b)
 	shapes := map[int][]launchGeom{64: {{4, 1}, {4, 2}, {4, 4}, {4, 8}, {4, 16}}, 1: {{1, 1}, {2, 1}, {4, 1}}}
 	for _, batch := range []int{64, 1} {
-		pcm := make([]float32, batch*len(x))
-		for i := range batch {
-			copy(pcm[i*len(x):], x)
-		}
-		dev, err := be.Upload(runtime.Must(runtime.FromSlice(runtime.F32, runtime.Shape{batch, len(x)}, pcm)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		pcmPtr, _ := cuda.Ptr(dev)
+		dev, pcmPtr := uploadCopies(b, be, x, batch)
 		for _, preset := range []string{"whisper-128", "parakeet-128"} {
 			op := cudaOpOf(b, map[string]any{"preset": preset}, be)
 			items, feats, frames := plannedBatch(b, be, op, batch, len(x))
@@ -165,12 +157,7 @@ func BenchmarkCUDAFbankGeometry(b *testing.B) {
 				}
 				b.Run(fmt.Sprintf("%s/B%d/w%ds%d%s", preset, batch, g.warps, g.steps, v.suffix), func(b *testing.B) {
 					op.fixed, op.knobs = g, v.knobs
-					enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames) // warm-up
-					var devTimes []time.Duration
-					for b.Loop() {
-						devTimes = append(devTimes, enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames))
-					}
-					b.ReportMetric(cudatest.MedianMicros(devTimes), "dev-us/op")
+					reportDeviceTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames)
 				})
 			}
 			_ = feats.Buffer().Free()
@@ -195,16 +182,8 @@ func BenchmarkCUDAFbankOdd(b *testing.B) {
 	}
 	const batch = 64
 	x := clip30s(b)
-	pcm := make([]float32, batch*len(x))
-	for i := range batch {
-		copy(pcm[i*len(x):], x)
-	}
-	dev, err := be.Upload(runtime.Must(runtime.FromSlice(runtime.F32, runtime.Shape{batch, len(x)}, pcm)))
-	if err != nil {
-		b.Fatal(err)
-	}
+	dev, pcmPtr := uploadCopies(b, be, x, batch)
 	defer dev.Buffer().Free()
-	pcmPtr, _ := cuda.Ptr(dev)
 	for _, c := range []struct {
 		name  string
 		cfg   map[string]any
@@ -219,12 +198,7 @@ func BenchmarkCUDAFbankOdd(b *testing.B) {
 		op.knobs = c.knobs
 		items, feats, frames := plannedBatch(b, be, op, batch, len(x))
 		b.Run(fmt.Sprintf("%s/B%d/T%d", c.name, batch, frames), func(b *testing.B) {
-			enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames) // warm-up
-			var devTimes []time.Duration
-			for b.Loop() {
-				devTimes = append(devTimes, enqueueTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames))
-			}
-			b.ReportMetric(cudatest.MedianMicros(devTimes), "dev-us/op")
+			reportDeviceTime(b, be, op, pcmPtr, int64(len(x)), items, feats, frames)
 		})
 		_ = feats.Buffer().Free()
 	}
@@ -260,16 +234,8 @@ func BenchmarkCUDAFbankClamp(b *testing.B) {
 		b.Fatalf("/gaps: %d of %d tiles hold values under the floor, want all", n, ceilDiv(cpu.Frames, g.frames()))
 	}
 	for name, clip := range map[string][]float32{"speech": x, "gaps": gaps} {
-		pcm := make([]float32, batch*len(clip))
-		for i := range batch {
-			copy(pcm[i*len(clip):], clip)
-		}
-		dev, err := be.Upload(runtime.Must(runtime.FromSlice(runtime.F32, runtime.Shape{batch, len(clip)}, pcm)))
-		if err != nil {
-			b.Fatal(err)
-		}
+		dev, pcmPtr := uploadCopies(b, be, clip, batch)
 		items, feats, frames := plannedBatch(b, be, op, batch, len(clip))
-		pcmPtr, _ := cuda.Ptr(dev)
 		for _, fused := range []bool{false, true} {
 			suffix := ""
 			if fused {
@@ -277,12 +243,7 @@ func BenchmarkCUDAFbankClamp(b *testing.B) {
 			}
 			b.Run(fmt.Sprintf("%s/B%d/%s%s", preset, batch, name, suffix), func(b *testing.B) {
 				op.knobs = &launchKnobs{fused: fused}
-				enqueueTime(b, be, op, pcmPtr, int64(len(clip)), items, feats, frames) // warm-up
-				var devTimes []time.Duration
-				for b.Loop() {
-					devTimes = append(devTimes, enqueueTime(b, be, op, pcmPtr, int64(len(clip)), items, feats, frames))
-				}
-				b.ReportMetric(cudatest.MedianMicros(devTimes), "dev-us/op")
+				reportDeviceTime(b, be, op, pcmPtr, int64(len(clip)), items, feats, frames)
 			})
 		}
 		_ = feats.Buffer().Free()
@@ -346,6 +307,32 @@ func enqueueTime(b *testing.B, be *cuda.Backend, op *cudaOp, pcm cuda.DevicePtr,
 		b.Fatal(err)
 	}
 	return d
+}
+
+// uploadCopies uploads a [batch, len(clip)] pcm of batch copies of clip and
+// returns it with its device address (the caller frees it).
+func uploadCopies(b *testing.B, be *cuda.Backend, clip []float32, batch int) (*runtime.Tensor, cuda.DevicePtr) {
+	pcm := make([]float32, batch*len(clip))
+	for i := range batch {
+		copy(pcm[i*len(clip):], clip)
+	}
+	dev, err := be.Upload(runtime.Must(runtime.FromSlice(runtime.F32, runtime.Shape{batch, len(clip)}, pcm)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ptr, _ := cuda.Ptr(dev)
+	return dev, ptr
+}
+
+// reportDeviceTime reports the median device time of op's queued work over
+// the benchmark's iterations (dev-us/op), after one warm-up.
+func reportDeviceTime(b *testing.B, be *cuda.Backend, op *cudaOp, pcm cuda.DevicePtr, stride int64, items []int64, feats *runtime.Tensor, frames int) {
+	enqueueTime(b, be, op, pcm, stride, items, feats, frames) // warm-up
+	var devTimes []time.Duration
+	for b.Loop() {
+		devTimes = append(devTimes, enqueueTime(b, be, op, pcm, stride, items, feats, frames))
+	}
+	b.ReportMetric(cudatest.MedianMicros(devTimes), "dev-us/op")
 }
 
 // cudaOpOf builds the op's CUDA implementation of cfg directly, for timing
