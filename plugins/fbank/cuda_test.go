@@ -476,7 +476,9 @@ func TestCUDALaunchGeometry(t *testing.T) {
 // Whisper pads the short clips to 30 s, so some of their tiles fall under
 // the floor and are clamped, others are skipped; its raw log-mel
 // (normalize=none) keeps 3001 frames, so the mel_time rows of most features
-// start off 16-byte boundaries (the write-out's element-wise ends).
+// start off 16-byte boundaries (the transform's scalar write-out), as
+// Parakeet's mel_time rows of an odd frame count do for its normalisation
+// (norm_rows_by_warp's element-wise ends).
 func TestCUDAParityGeometry(t *testing.T) {
 	be := cudatest.Backend(t)
 	speech := loadWAV(t, "speech_b")
