@@ -133,9 +133,10 @@
 //     of a row interleave with its quad's (a warp's load touches one line
 //     a row). The chain start loads x straight into that layout (a lane's
 //     32 loads in flight at once) and the update is in place: a lane's 16
-//     codeword loads and 16 low-half loads in flight at once, no staging, no conversion, and the stores
-//     are not waited for. No A tile and no staging tiles: a ring of 13
-//     slots (two tiles held, five slots loading): 226 KiB (231888 bytes).
+//     codeword loads and 16 low-half loads in flight at once, no staging,
+//     no conversion, and the stores are not waited for. No A tile and no
+//     staging tiles: a ring of 13 slots (two tiles held, five slots
+//     loading): 226 KiB (231888 bytes).
 //     The guard's bf16 term is that of a truncation, 2^-7 |r| |C_e| a
 //     score; an exact re-score reads the row, rejoined, from a warp's
 //     scratch row after the low halves.
