@@ -679,11 +679,12 @@ __device__ __noinline__ void norm_rows_deep(float* p, int rows, int stride, int 
   norm_rows_by_warp<16>(p, rows, stride, len, byRow, op);
 }
 
-// norm_rows is norm_rows_by_warp for fbank_normalize's 8-warp blocks: when
-// the rows are 16-byte aligned (p, stride and len multiples of 4 floats) the
-// block's threads take float4 chunks k, k + blockDim.x, ... (4 in flight:
-// the loads, then op and the stores); other rows go to norm_rows_by_warp
-// with kU = 4.
+// norm_rows has norm_rows_by_warp's contract, for fbank_normalize's 8-warp
+// blocks. Rows that are 16-byte aligned (p, stride and len multiples of 4
+// floats) it takes as one run of float4 chunks k, k + blockDim.x, ... of the
+// block's threads (4 in flight: the loads, then op and the stores); other
+// rows go to norm_rows_by_warp with kU = 4 (inlined: fbank_normalize has
+// registers to spare).
 template <class Op>
 __device__ void norm_rows(float* p, int rows, int stride, int len, bool byRow, const Op& op) {
   constexpr int kU = 4;
