@@ -21,14 +21,14 @@ import warnings
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from fbank_gpu import time_cuda  # CUDA events, median of reps (one copy)
+
 BATCH_FRAMES = 64 * 3001
 
 
 def kernel_us(fn, reps):
     """Median over reps calls of the summed CUDA kernel durations of one call."""
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
+    time_cuda(lambda _: fn(), None, 1)  # warm-up (cuFFT's plan)
     per_call = []
     for _ in range(reps):
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -40,21 +40,6 @@ def kernel_us(fn, reps):
                 total += getattr(e, "device_time", None) or getattr(e, "cuda_time", 0.0)
         per_call.append(total)
     return statistics.median(per_call)
-
-
-def event_us(fn, reps):
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3)
-    return statistics.median(times)
 
 
 def main():
@@ -74,7 +59,7 @@ def main():
         us = kernel_us(lambda: torch.fft.rfft(small, out=small_out), args.reps)
         big = torch.randn(BATCH_FRAMES, n_fft, device=dev, generator=g)
         big_out = torch.fft.rfft(big)
-        big_us = event_us(lambda: torch.fft.rfft(big, out=big_out), args.reps)
+        big_us = 1e3 * time_cuda(lambda _: torch.fft.rfft(big, out=big_out), None, args.reps)
         print(f"| {n_fft} | {args.frames} | {us:.2f} | {us * BATCH_FRAMES / args.frames:.1f} | {big_us:.1f} |")
 
 
