@@ -674,6 +674,10 @@ func scratchRows(rows int) int { return (rows + 255) / 256 * 256 }
 func (dc *DeviceCodebooks) launchFused(v variant, k *cuda.Kernel, x cuda.DevicePtr, bt Batch, lengths, res, codes, quantized, stats, status cuda.DevicePtr) error {
 	c := dc.c
 	rows := bt.B * bt.T
+	// The f kernels take the tiles with permuted dimensions where those
+	// exist (on Hopper, where fits allows f at Dp = fragDp only, and the
+	// build is kernels/rvq.cu's kFrag); elsewhere f's build is the plain
+	// one, which reads the tiles in the natural order.
 	tiles := dc.tiles
 	if v.update == frag && dc.fragTiles != nil {
 		tiles = dc.fragTiles

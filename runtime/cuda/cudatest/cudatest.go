@@ -31,8 +31,9 @@ func Backend(tb testing.TB) *cuda.Backend {
 }
 
 // MedianMicros is the median of ds in microseconds (the upper middle value
-// of an even count): the device benchmarks report it, as the torch peers'
-// scripts report the median of their CUDA-event times.
+// of an even count; ds must not be empty, as a benchmark's iterations are
+// not): the device benchmarks report it, as the torch peers' scripts report
+// the median of their CUDA-event times. ds is not reordered.
 func MedianMicros(ds []time.Duration) float64 {
 	s := slices.Clone(ds)
 	slices.Sort(s)
