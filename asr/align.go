@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/edgespeech/edge/plugins/dpx/transcript"
+	"github.com/edgespeech/edge/asr/transcript"
 )
 
 // Wildcard is the symbol reported for text the model cannot emit (letters

@@ -18,7 +18,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/edgespeech/edge/plugins/dpx/transcript"
+	"github.com/edgespeech/edge/asr/transcript"
 	"github.com/edgespeech/edge/runtime"
 	"github.com/edgespeech/edge/runtime/model"
 

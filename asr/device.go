@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/edgespeech/edge/asr/transcript"
 	"github.com/edgespeech/edge/plugins/dpx"
-	"github.com/edgespeech/edge/plugins/dpx/transcript"
 	"github.com/edgespeech/edge/runtime"
 	"github.com/edgespeech/edge/runtime/model"
 )

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgespeech/edge/asr/transcript"
 	"github.com/edgespeech/edge/plugins/dpx"
-	"github.com/edgespeech/edge/plugins/dpx/transcript"
 	"github.com/edgespeech/edge/runtime"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/edgespeech/edge/asr"
-	"github.com/edgespeech/edge/plugins/dpx/transcript"
+	"github.com/edgespeech/edge/asr/transcript"
 	"github.com/edgespeech/edge/runtime"
 	"github.com/edgespeech/edge/runtime/audio"
 	"github.com/edgespeech/edge/runtime/onnx"
