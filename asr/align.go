@@ -76,18 +76,20 @@ func (r *Recognizer) Align(ctx context.Context, pcm []float32, text string) (*tr
 	if err != nil {
 		return nil, err
 	}
+	c := r.begin(ctx, pcm)
+	defer r.end(c)
 	if r.dec != nil {
-		return r.decodeOnDevice(ctx, pcm, ids, stars)
+		return r.decodeOnDevice(ctx, c, pcm, ids, stars)
 	}
-	lp, T, err := r.Emissions(ctx, pcm)
+	lp, T, err := r.hostEmissions(ctx, c, pcm)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.checkFrames(T, ids); err != nil {
+	if err := checkFrames(c, T, ids); err != nil {
 		return nil, err
 	}
 	t0 := time.Now()
-	defer func() { r.stats.Stages["decode"] = time.Since(t0) }()
+	defer func() { c.stats.Stages["decode"] = time.Since(t0) }()
 	V, cfg := r.manifest.Vocab.Len(), r.words
 	if stars > 0 {
 		lp, V = withWildcard(lp, V)
@@ -97,7 +99,7 @@ func (r *Recognizer) Align(ctx context.Context, pcm []float32, text string) (*tr
 }
 
 // checkFrames gives a *TooShortError when T frames cannot hold ids.
-func (r *Recognizer) checkFrames(T int, ids []int) error {
+func checkFrames(c *call, T int, ids []int) error {
 	repeats := 0
 	for i := 1; i < len(ids); i++ {
 		if ids[i] == ids[i-1] {
@@ -105,7 +107,7 @@ func (r *Recognizer) checkFrames(T int, ids []int) error {
 		}
 	}
 	if T < len(ids)+repeats {
-		return &TooShortError{Audio: r.stats.Audio, Frames: T, Tokens: len(ids), Repeats: repeats}
+		return &TooShortError{Audio: c.stats.Audio, Frames: T, Tokens: len(ids), Repeats: repeats}
 	}
 	return nil
 }

@@ -54,8 +54,10 @@ type Options struct {
 	OverlapSeconds float64
 }
 
-// Recognizer transcribes and aligns audio with one model. It is not safe
-// for concurrent use; open one per goroutine.
+// Recognizer transcribes and aligns audio with one model. It is safe for
+// concurrent use: each call keeps its state to itself, and concurrent calls
+// share the model's one encoder session and device ops, each op running one
+// call at a time (runtime.Instance), so calls overlap in different stages.
 type Recognizer struct {
 	manifest *model.Manifest
 	pipeline *runtime.Pipeline
@@ -65,10 +67,10 @@ type Recognizer struct {
 	chunk    int // samples per chunk, a multiple of stride
 	overlap  int // samples shared by neighbours, a multiple of stride
 	stride   int // samples per encoder output frame
-	stats    Stats
 }
 
-// Stats is where the time of the last Transcribe or Align went.
+// Stats is where the time of one Transcribe, Align or Emissions call went
+// (see WithStats).
 type Stats struct {
 	Audio time.Duration `json:"audio_ns"`
 	// Stages maps "fbank", "encoder" and "decode" to their wall time.
@@ -79,7 +81,8 @@ type Stats struct {
 	// device).
 	Transfers runtime.TransferStats `json:"transfers"`
 	// Copies counts every host<->device copy the backend made during the
-	// call, the ops' own small ones (per-item tables, status words) included;
+	// call, the ops' own small ones (per-item tables, status words) included,
+	// and those of calls running at the same time on the same backend;
 	// absent on the CPU backend.
 	Copies *runtime.TransferStats `json:"copies,omitempty"`
 }
@@ -144,18 +147,15 @@ func pipelineConfig(m *model.Manifest, modelPath string, opt Options) runtime.Pi
 	}
 	encoder := runtime.StepConfig{Name: "encoder", Op: "encoder", Params: params}
 	cfg := runtime.PipelineConfig{
-		// "audio", not "pcm": a pipeline tensor named like an op's optional
-		// input is bound to it, and the encoder has an optional "pcm" input
-		// (which, on a device backend, would upload the audio a second time).
-		Inputs:  []runtime.PipelineInput{{Name: "audio", DType: "f32", Rank: 2}, {Name: "audio_lengths", DType: "i64", Rank: 1}},
+		Inputs:  []runtime.PipelineInput{{Name: "pcm", DType: "f32", Rank: 2}, {Name: "pcm_lengths", DType: "i64", Rank: 1}},
 		Outputs: []string{"log_probs", "frames"},
 	}
 	if m.RawWaveform() {
-		encoder.Inputs = map[string]string{model.InputPCM: "audio", model.InputLengths: "audio_lengths"}
+		encoder.Inputs = map[string]string{model.InputPCM: "pcm", model.InputLengths: "pcm_lengths"}
 	} else {
 		cfg.Steps = append(cfg.Steps, runtime.StepConfig{
 			Name: "fbank", Op: "fbank", Params: m.Frontend,
-			Inputs:  map[string]string{"pcm": "audio", "lengths": "audio_lengths"},
+			Inputs:  map[string]string{"pcm": "pcm", "lengths": "pcm_lengths"},
 			Outputs: map[string]string{"features": "features", "lengths": "feature_lengths"},
 		})
 		encoder.Inputs = map[string]string{model.InputFeatures: "features", model.InputLengths: "feature_lengths"}
@@ -168,8 +168,20 @@ func pipelineConfig(m *model.Manifest, modelPath string, opt Options) runtime.Pi
 // Manifest is the loaded model manifest.
 func (r *Recognizer) Manifest() *model.Manifest { return r.manifest }
 
-// Stats describes the last Transcribe or Align.
-func (r *Recognizer) Stats() Stats { return r.stats }
+type statsKey struct{}
+
+// WithStats returns a context that makes a Transcribe, Align or Emissions
+// call given it fill *st with where the call's time went when it returns
+// (also on an error). One st serves one call at a time.
+func WithStats(ctx context.Context, st *Stats) context.Context {
+	return context.WithValue(ctx, statsKey{}, st)
+}
+
+// call is the state of one Transcribe, Align or Emissions call.
+type call struct {
+	stats Stats
+	sink  *Stats // from WithStats, or nil
+}
 
 // Close releases the encoder session and the decoding ops.
 func (r *Recognizer) Close() error {
@@ -187,15 +199,20 @@ var ErrTooShort = errors.New("audio too short")
 // in chunks and returns the stitched log-probs, row-major [T', V], in host
 // memory (downloaded from a device backend).
 func (r *Recognizer) Emissions(ctx context.Context, pcm []float32) ([]float32, int, error) {
-	r.begin(pcm)
-	defer r.end()
-	lp, T, err := r.emissions(ctx, pcm)
+	c := r.begin(ctx, pcm)
+	defer r.end(c)
+	return r.hostEmissions(ctx, c, pcm)
+}
+
+// hostEmissions is Emissions within call c.
+func (r *Recognizer) hostEmissions(ctx context.Context, c *call, pcm []float32) ([]float32, int, error) {
+	lp, T, err := r.emissions(ctx, c, pcm)
 	if err != nil {
 		return nil, 0, err
 	}
 	if !lp.OnHost() {
 		h, err := r.backend.Download(lp)
-		_ = lp.Buffer().Free()
+		_ = lp.Release()
 		if err != nil {
 			return nil, 0, err
 		}
@@ -204,19 +221,25 @@ func (r *Recognizer) Emissions(ctx context.Context, pcm []float32) ([]float32, i
 	return lp.F32()[:T*r.manifest.Vocab.Len()], T, nil
 }
 
-// begin resets the statistics for a call over pcm; end completes them.
-func (r *Recognizer) begin(pcm []float32) {
-	r.stats = Stats{Stages: map[string]time.Duration{}, Audio: time.Duration(float64(len(pcm)) / float64(r.manifest.SampleRate) * float64(time.Second))}
-	if c, ok := r.backend.(copyCounter); ok {
-		before := c.Stats()
-		r.stats.Copies = &before
+// begin starts the statistics of a call over pcm; end completes them and
+// hands them to the caller's WithStats.
+func (r *Recognizer) begin(ctx context.Context, pcm []float32) *call {
+	c := &call{stats: Stats{Stages: map[string]time.Duration{}, Audio: time.Duration(float64(len(pcm)) / float64(r.manifest.SampleRate) * float64(time.Second))}}
+	c.sink, _ = ctx.Value(statsKey{}).(*Stats)
+	if cc, ok := r.backend.(copyCounter); ok {
+		before := cc.Stats()
+		c.stats.Copies = &before
 	}
+	return c
 }
 
-func (r *Recognizer) end() {
-	if c, ok := r.backend.(copyCounter); ok && r.stats.Copies != nil {
-		d := c.Stats().Since(*r.stats.Copies)
-		r.stats.Copies = &d
+func (r *Recognizer) end(c *call) {
+	if cc, ok := r.backend.(copyCounter); ok && c.stats.Copies != nil {
+		d := cc.Stats().Since(*c.stats.Copies)
+		c.stats.Copies = &d
+	}
+	if c.sink != nil {
+		*c.sink = c.stats
 	}
 }
 
@@ -226,9 +249,9 @@ type copyCounter interface{ Stats() runtime.TransferStats }
 // emissions returns the stitched log-probs [1, T', V] and T'. One chunk's
 // tensor is returned as the pipeline made it (in device memory on a device
 // backend: the caller frees it); several chunks are stitched in host memory.
-func (r *Recognizer) emissions(ctx context.Context, pcm []float32) (*runtime.Tensor, int, error) {
+func (r *Recognizer) emissions(ctx context.Context, c *call, pcm []float32) (*runtime.Tensor, int, error) {
 	if len(pcm) < 4*r.stride {
-		return nil, 0, fmt.Errorf("%w: %d samples (%v); the model needs at least %d", ErrTooShort, len(pcm), r.stats.Audio, 4*r.stride)
+		return nil, 0, fmt.Errorf("%w: %d samples (%v); the model needs at least %d", ErrTooShort, len(pcm), c.stats.Audio, 4*r.stride)
 	}
 	V := r.manifest.Vocab.Len()
 	var st stitcher = &hostStitcher{backend: r.backend, V: V}
@@ -244,11 +267,11 @@ func (r *Recognizer) emissions(ctx context.Context, pcm []float32) (*runtime.Ten
 			// A tail too short to encode on its own joins this chunk.
 			end, last = len(pcm), true
 		}
-		lp, frames, err := r.encode(ctx, pcm[start:end])
+		lp, frames, err := r.encode(ctx, c, pcm[start:end])
 		if err != nil {
 			return nil, 0, fmt.Errorf("audio %v-%v: %w", r.seconds(start), r.seconds(end), err)
 		}
-		r.stats.Chunks++
+		c.stats.Chunks++
 		if start == 0 && last {
 			return lp, frames, nil // one chunk: as the pipeline made it
 		}
@@ -262,7 +285,7 @@ func (r *Recognizer) emissions(ctx context.Context, pcm []float32) (*runtime.Ten
 			hi = min(frames, (r.chunk-r.overlap/2)/r.stride)
 		}
 		if got, want := st.frames(), start/r.stride+lo; got != want {
-			freeDevice(lp)
+			_ = lp.Release()
 			return nil, 0, fmt.Errorf("stitching chunks: have %d frames, the chunk at %v starts at frame %d (the model's frame_stride does not match its output)", got, r.seconds(start), want)
 		}
 		if err := st.add(lp, lo, hi); err != nil {
@@ -282,25 +305,23 @@ func (r *Recognizer) seconds(samples int) time.Duration {
 
 // encode runs one chunk through the pipeline and returns its log-probs
 // [1, T', V] (where the pipeline left them) and its valid frames.
-func (r *Recognizer) encode(ctx context.Context, pcm []float32) (*runtime.Tensor, int, error) {
+func (r *Recognizer) encode(ctx context.Context, c *call, pcm []float32) (*runtime.Tensor, int, error) {
 	x, err := runtime.FromSlice(runtime.F32, runtime.Shape{1, len(pcm)}, pcm)
 	if err != nil {
 		return nil, 0, err
 	}
 	n := runtime.Must(runtime.FromSlice(runtime.I64, runtime.Shape{1}, []int64{int64(len(pcm))}))
-	out, err := r.pipeline.Run(ctx, runtime.Tensors{"audio": x, "audio_lengths": n})
+	out, stats, err := r.pipeline.RunStats(ctx, runtime.Tensors{"pcm": x, "pcm_lengths": n})
 	if err != nil {
 		return nil, 0, err
 	}
-	for _, s := range r.pipeline.Stats.Steps {
-		r.stats.Stages[s.Name] += s.Duration
+	for _, s := range stats.Steps {
+		c.stats.Stages[s.Name] += s.Duration
 	}
-	r.stats.Transfers.Add(r.pipeline.Stats.Transfers)
+	c.stats.Transfers.Add(stats.Transfers)
 	lp, frames := out["log_probs"], int(out["frames"].I64()[0])
 	if lp.Shape()[2] != r.manifest.Vocab.Len() {
-		if !lp.OnHost() {
-			_ = lp.Buffer().Free()
-		}
+		_ = out.Release()
 		return nil, 0, fmt.Errorf("the encoder emits %d classes; the vocabulary has %d", lp.Shape()[2], r.manifest.Vocab.Len())
 	}
 	return lp, frames, nil
@@ -309,16 +330,18 @@ func (r *Recognizer) encode(ctx context.Context, pcm []float32) (*runtime.Tensor
 // Transcribe recognises pcm (mono, at the model's sample rate): greedy CTC
 // tokens, force-aligned to the emissions, grouped into words.
 func (r *Recognizer) Transcribe(ctx context.Context, pcm []float32) (*transcript.Transcript, error) {
+	c := r.begin(ctx, pcm)
+	defer r.end(c)
 	if r.dec != nil {
-		return r.decodeOnDevice(ctx, pcm, nil, 0)
+		return r.decodeOnDevice(ctx, c, pcm, nil, 0)
 	}
-	lp, _, err := r.Emissions(ctx, pcm)
+	lp, _, err := r.hostEmissions(ctx, c, pcm)
 	if err != nil {
 		return nil, err
 	}
 	t0 := time.Now()
 	tr, err := transcript.Transcribe(lp, r.manifest.Vocab.Len(), r.words)
-	r.stats.Stages["decode"] = time.Since(t0)
+	c.stats.Stages["decode"] = time.Since(t0)
 	return tr, err
 }
 

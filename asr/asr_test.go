@@ -35,21 +35,22 @@ func TestEmissionsChunking(t *testing.T) {
 	ctx := context.Background()
 	for _, n := range []int{16000 * 3, 16000*10 + 123, 16000*4*2 - 3000*2 + 100} {
 		pcm := noise(n, uint64(n))
-		lpW, tW, err := whole.Emissions(ctx, pcm)
+		var stW, stC Stats
+		lpW, tW, err := whole.Emissions(WithStats(ctx, &stW), pcm)
 		require.NoError(t, err)
-		assert.Equal(t, 1, whole.Stats().Chunks)
-		lpC, tC, err := chunked.Emissions(ctx, pcm)
+		assert.Equal(t, 1, stW.Chunks)
+		lpC, tC, err := chunked.Emissions(WithStats(ctx, &stC), pcm)
 		require.NoError(t, err)
 		assert.Equal(t, tW, tC, "stitched chunks cover the same frames (n=%d)", n)
 		assert.Len(t, lpC, len(lpW))
 		if n > 16000*4 {
-			assert.Greater(t, chunked.Stats().Chunks, 1)
+			assert.Greater(t, stC.Chunks, 1)
 		}
 		for i, v := range lpC {
 			require.False(t, math.IsNaN(float64(v)) || v > 0, "frame value %d = %v", i, v)
 		}
-		assert.Contains(t, chunked.Stats().Stages, "fbank")
-		assert.Contains(t, chunked.Stats().Stages, "encoder")
+		assert.Contains(t, stC.Stages, "fbank")
+		assert.Contains(t, stC.Stages, "encoder")
 	}
 }
 
@@ -59,9 +60,10 @@ func TestTranscribeAndAlignRun(t *testing.T) {
 	defer r.Close()
 	ctx := context.Background()
 	pcm := noise(16000*2, 7)
-	tr, err := r.Transcribe(ctx, pcm)
+	var st Stats
+	tr, err := r.Transcribe(WithStats(ctx, &st), pcm)
 	require.NoError(t, err)
-	assert.Equal(t, r.Stats().Audio.Seconds(), 2.0)
+	assert.Equal(t, st.Audio.Seconds(), 2.0)
 	for _, w := range tr.Words {
 		assert.LessOrEqual(t, w.Start, w.End)
 	}

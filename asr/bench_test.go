@@ -26,10 +26,11 @@ func BenchmarkTranscribe60s(b *testing.B) {
 	stages := map[string]time.Duration{}
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := r.Transcribe(context.Background(), pcm); err != nil {
+		var st Stats
+		if _, err := r.Transcribe(WithStats(context.Background(), &st), pcm); err != nil {
 			b.Fatal(err)
 		}
-		for k, v := range r.Stats().Stages {
+		for k, v := range st.Stages {
 			stages[k] += v
 		}
 	}

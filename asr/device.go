@@ -57,31 +57,19 @@ func (d *deviceDecoder) close() error {
 	return errors.Join(errs...)
 }
 
-// freeDevice releases the device memory of tensors (host ones are left to
-// the garbage collector).
-func freeDevice(ts ...*runtime.Tensor) {
-	for _, t := range ts {
-		if t != nil && !t.OnHost() {
-			_ = t.Buffer().Free()
-		}
-	}
-}
-
 // decodeOnDevice encodes pcm and decodes it where the emissions are:
 // greedy tokens (ids == nil) or the given token ids (stars of them the
 // wildcard, id V) force-aligned to the emissions, then words. The stages
 // are timed as "greedy" and "align" (wall time: the device work queued by
 // earlier stages finishes inside the first one that waits for it).
-func (r *Recognizer) decodeOnDevice(ctx context.Context, pcm []float32, ids []int, stars int) (*transcript.Transcript, error) {
-	r.begin(pcm)
-	defer r.end()
-	lp, T, err := r.emissions(ctx, pcm)
+func (r *Recognizer) decodeOnDevice(ctx context.Context, c *call, pcm []float32, ids []int, stars int) (*transcript.Transcript, error) {
+	lp, T, err := r.emissions(ctx, c, pcm)
 	if err != nil {
 		return nil, err
 	}
-	defer freeDevice(lp)
+	defer lp.Release()
 	if ids != nil {
-		if err := r.checkFrames(T, ids); err != nil {
+		if err := checkFrames(c, T, ids); err != nil {
 			return nil, err
 		}
 	}
@@ -91,13 +79,12 @@ func (r *Recognizer) decodeOnDevice(ctx context.Context, pcm []float32, ids []in
 	if ids == nil {
 		t0 := time.Now()
 		out, err := d.greedy.Run(ctx, runtime.Tensors{"log_probs": lp, "lengths": lengths})
-		r.stats.Stages["greedy"] = time.Since(t0)
+		c.stats.Stages["greedy"] = time.Since(t0)
 		if err != nil {
 			return nil, err
 		}
-		freeDevice(out["spans"], out["token_lengths"])
+		defer out.Release()
 		targets = out["tokens"]
-		defer freeDevice(targets)
 	} else {
 		tg := make([]int64, len(ids))
 		for i, id := range ids {
@@ -110,23 +97,22 @@ func (r *Recognizer) decodeOnDevice(ctx context.Context, pcm []float32, ids []in
 		align = d.alignStar
 	}
 	t0 := time.Now()
-	before := align.Transfers
-	out, err := align.Run(ctx, runtime.Tensors{"log_probs": lp, "targets": targets, "lengths": lengths})
-	r.stats.Transfers.Add(align.Transfers.Since(before))
+	out, copies, err := align.RunStats(ctx, runtime.Tensors{"log_probs": lp, "targets": targets, "lengths": lengths})
+	c.stats.Transfers.Add(copies)
 	if err != nil {
-		r.stats.Stages["align"] = time.Since(t0)
+		c.stats.Stages["align"] = time.Since(t0)
 		return nil, err
 	}
-	defer freeDevice(out["alignment"], out["frame_scores"], out["score"])
+	defer out.Release()
 	host := map[string]*runtime.Tensor{}
 	for _, k := range []string{"alignment", "frame_scores", "score"} {
 		if host[k], err = d.backend.Download(out[k]); err != nil {
 			return nil, err
 		}
 	}
-	r.stats.Stages["align"] = time.Since(t0)
+	c.stats.Stages["align"] = time.Since(t0)
 	t0 = time.Now()
-	defer func() { r.stats.Stages["decode"] = time.Since(t0) }()
+	defer func() { c.stats.Stages["decode"] = time.Since(t0) }()
 	V, cfg := r.manifest.Vocab.Len(), r.words
 	if stars > 0 {
 		V++

@@ -57,7 +57,8 @@ func TestCUDAZeroCopyTranscribe(t *testing.T) {
 		pcm, truth := loadTruth(t, name)
 		want, err := cpu.Transcribe(ctx, pcm)
 		require.NoError(t, err)
-		got, err := gpu.Transcribe(ctx, pcm)
+		var st Stats
+		got, err := gpu.Transcribe(WithStats(ctx, &st), pcm)
 		require.NoError(t, err, name)
 		assert.Equal(t, truth.Text, got.Text, name)
 		require.Len(t, got.Words, len(want.Words), name)
@@ -65,7 +66,6 @@ func TestCUDAZeroCopyTranscribe(t *testing.T) {
 			assert.InDelta(t, want.Words[i].Start.Seconds(), got.Words[i].Start.Seconds(), 0.0201, "%s word %d start", name, i)
 			assert.InDelta(t, want.Words[i].End.Seconds(), got.Words[i].End.Seconds(), 0.0201, "%s word %d end", name, i)
 		}
-		st := gpu.Stats()
 		T := int(got.Duration / (20 * time.Millisecond))
 		V := gpu.manifest.Vocab.Len()
 		assert.Equal(t, runtime.TransferStats{HostToDevice: 1, HostToDeviceBytes: int64(4 * len(pcm))}, st.Transfers, "%s: placement copies", name)
@@ -86,10 +86,11 @@ func TestCUDAZeroCopyTranscribe(t *testing.T) {
 	}
 	// 30 s in one chunk, on the device all along
 	pcm := clip30(t)
-	_, err = gpu.Transcribe(ctx, pcm)
+	var st Stats
+	_, err = gpu.Transcribe(WithStats(ctx, &st), pcm)
 	require.NoError(t, err)
-	assert.Equal(t, 1, gpu.Stats().Chunks)
-	assert.Equal(t, int64(4*len(pcm)), gpu.Stats().Transfers.HostToDeviceBytes)
+	assert.Equal(t, 1, st.Chunks)
+	assert.Equal(t, int64(4*len(pcm)), st.Transfers.HostToDeviceBytes)
 }
 
 // TestCUDAHostRoundTripCopies: bind=host moves the features down and the
@@ -100,10 +101,10 @@ func TestCUDAHostRoundTripCopies(t *testing.T) {
 	require.NoError(t, err)
 	defer gpu.Close()
 	pcm, truth := loadTruth(t, "demo")
-	got, err := gpu.Transcribe(context.Background(), pcm)
+	var st Stats
+	got, err := gpu.Transcribe(WithStats(context.Background(), &st), pcm)
 	require.NoError(t, err)
 	assert.Equal(t, truth.Text, got.Text)
-	st := gpu.Stats()
 	T := int(got.Duration / (20 * time.Millisecond))
 	assert.GreaterOrEqual(t, st.Copies.DeviceToHostBytes, int64(4*128*(2*T-1)), "features came down")
 	assert.GreaterOrEqual(t, st.Copies.HostToDeviceBytes, int64(4*len(pcm)+4*T*29), "emissions went up")
@@ -151,22 +152,23 @@ func batchInput(pcm []float32, B int) runtime.Tensors {
 		lens[b] = int64(len(pcm))
 	}
 	return runtime.Tensors{
-		"audio":         runtime.Must(runtime.FromSlice(runtime.F32, runtime.Shape{B, len(pcm)}, x)),
-		"audio_lengths": runtime.Must(runtime.FromSlice(runtime.I64, runtime.Shape{B}, lens)),
+		"pcm":         runtime.Must(runtime.FromSlice(runtime.F32, runtime.Shape{B, len(pcm)}, x)),
+		"pcm_lengths": runtime.Must(runtime.FromSlice(runtime.I64, runtime.Shape{B}, lens)),
 	}
 }
 
 // runBatch runs the pipeline on a batch and brings the words' material
 // (alignment, frame scores) to the host.
-func runBatch(tb testing.TB, p *runtime.Pipeline, be runtime.Backend, in runtime.Tensors) {
-	out, err := p.Run(context.Background(), in)
+func runBatch(tb testing.TB, p *runtime.Pipeline, be runtime.Backend, in runtime.Tensors) runtime.PipelineStats {
+	out, stats, err := p.RunStats(context.Background(), in)
 	require.NoError(tb, err)
+	defer out.Release()
 	for _, k := range []string{"alignment", "frame_scores"} {
 		h, err := be.Download(out[k])
 		require.NoError(tb, err)
-		require.Equal(tb, in["audio"].Shape()[0], h.Shape()[0])
-		freeDevice(out[k])
+		require.Equal(tb, in["pcm"].Shape()[0], h.Shape()[0])
 	}
+	return stats
 }
 
 // BenchmarkPipelineGPU: one 30 s clip (latency) and a batch of 30 s clips
@@ -206,8 +208,8 @@ func BenchmarkPipelineGPU(b *testing.B) {
 					stages := map[string]time.Duration{}
 					b.ResetTimer()
 					for b.Loop() {
-						runBatch(b, p, be, in)
-						for _, s := range p.Stats.Steps {
+						stats := runBatch(b, p, be, in)
+						for _, s := range stats.Steps {
 							stages[s.Name] += s.Duration
 						}
 					}
@@ -258,11 +260,11 @@ func TestCUDALongAudio(t *testing.T) {
 	}
 	want, err := cpu.Transcribe(context.Background(), pcm)
 	require.NoError(t, err)
-	got, err := gpu.Transcribe(context.Background(), pcm)
+	var st Stats
+	got, err := gpu.Transcribe(WithStats(context.Background(), &st), pcm)
 	require.NoError(t, err)
 	assert.Equal(t, want.Text, got.Text)
-	assert.Greater(t, gpu.Stats().Chunks, 3)
-	st := gpu.Stats()
+	assert.Greater(t, st.Chunks, 3)
 	assert.Equal(t, st.Chunks, st.Transfers.HostToDevice, "one PCM upload per chunk")
 	assert.Equal(t, 0, st.Transfers.DeviceToHost)
 	T := int(got.Duration / (20 * time.Millisecond))
@@ -293,7 +295,8 @@ func TestCUDAPipelineCPUEncoder(t *testing.T) {
 			}
 			want, err := cpu.Transcribe(context.Background(), pcm)
 			require.NoError(t, err)
-			got, err := gpu.Transcribe(context.Background(), pcm)
+			var st Stats
+			got, err := gpu.Transcribe(WithStats(context.Background(), &st), pcm)
 			require.NoError(t, err, name)
 			assert.Equal(t, want.Text, got.Text, name)
 			if chunk == 30 {
@@ -306,7 +309,54 @@ func TestCUDAPipelineCPUEncoder(t *testing.T) {
 			aligned, err := gpu.Align(context.Background(), pcm, want.Text)
 			require.NoError(t, err)
 			assert.Equal(t, want.Text, aligned.Text)
-			t.Logf("%s (chunk %gs): chunks %d, placement %+v, backend copies %+v", name, chunk, gpu.Stats().Chunks, gpu.Stats().Transfers, *gpu.Stats().Copies)
+			t.Logf("%s (chunk %gs): chunks %d, placement %+v, backend copies %+v", name, chunk, st.Chunks, st.Transfers, *st.Copies)
 		}
+	}
+}
+
+// cudaModes are the two ways the recogniser runs on the cuda backend: the
+// encoder on ONNX Runtime's CPU provider (features down, emissions up) and
+// on its CUDA EP with device binding (zero-copy).
+var cudaModes = []struct {
+	name     string
+	provider string
+}{{"cpu-encoder", ""}, {"cuda-ep", "cuda"}}
+
+// TestCUDANoLeak transcribes a clip 1000 times in each mode and requires
+// the device pool's bytes in use to come back to where they were after the
+// warm-up: every upload, intermediate and output is released.
+func TestCUDANoLeak(t *testing.T) {
+	be := cudatest.Backend(t)
+	pcm, _ := loadTruth(t, "words_1")
+	for _, mode := range cudaModes {
+		t.Run(mode.name, func(t *testing.T) {
+			r, err := Open(defaultModel, Options{Backend: be, Provider: mode.provider})
+			require.NoError(t, err)
+			defer r.Close()
+			checkFlat(t, r, pcm, 1000, "device pool in use", func() int64 { return be.PoolStats().InUse }, 0)
+		})
+	}
+}
+
+// TestCUDAConcurrent: 16 goroutines over one recogniser on the cuda
+// backend, in each mode, give the sequential results.
+func TestCUDAConcurrent(t *testing.T) {
+	be := cudatest.Backend(t)
+	for _, mode := range cudaModes {
+		t.Run(mode.name, func(t *testing.T) {
+			r, err := Open(defaultModel, Options{Backend: be, Provider: mode.provider})
+			require.NoError(t, err)
+			defer r.Close()
+			for _, name := range clipNames { // the ops' own tables reach their size
+				pcm, truth := loadTruth(t, name)
+				_, err := r.Align(context.Background(), pcm, truth.Text)
+				require.NoError(t, err)
+				_, err = r.Transcribe(context.Background(), pcm)
+				require.NoError(t, err)
+			}
+			before := be.PoolStats().InUse
+			checkConcurrent(t, r)
+			assert.Equal(t, before, be.PoolStats().InUse, "device pool in use after the concurrent calls")
+		})
 	}
 }

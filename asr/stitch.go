@@ -29,7 +29,7 @@ type hostStitcher struct {
 func (s *hostStitcher) add(lp *runtime.Tensor, lo, hi int) error {
 	if !lp.OnHost() {
 		h, err := s.backend.Download(lp)
-		freeDevice(lp)
+		_ = lp.Release()
 		if err != nil {
 			return err
 		}
@@ -86,7 +86,7 @@ func (s *deviceStitcher) result() (*runtime.Tensor, error) {
 	for _, p := range s.pieces {
 		n := int64(p.hi-p.lo) * row
 		if err := s.backend.CopyDevice(out, off, p.t, int64(p.lo)*row, n); err != nil {
-			freeDevice(out)
+			_ = out.Release()
 			return nil, fmt.Errorf("stitching chunks on the device: %w", err)
 		}
 		off += n
@@ -96,7 +96,7 @@ func (s *deviceStitcher) result() (*runtime.Tensor, error) {
 
 func (s *deviceStitcher) discard() {
 	for _, p := range s.pieces {
-		freeDevice(p.t)
+		_ = p.t.Release()
 	}
 	s.pieces = nil
 }

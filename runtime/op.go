@@ -69,9 +69,15 @@ func (s TensorSpec) Signature() string {
 
 // Op is a configured operation bound to one backend. Run receives inputs
 // already checked against the op's declared specs (presence, dtype, rank,
-// placement) and must return every non-optional declared output. Run must not
-// keep references to its inputs after it returns, and must be safe to call
-// from one goroutine at a time (pipelines never call one Op concurrently).
+// placement) and must return every non-optional declared output.
+//
+// Ownership: Run must not keep references to its inputs after it returns,
+// nor free them. Every tensor it returns is new memory (or one of its
+// inputs, returned as it is) that belongs to the caller from then on; on an
+// error it returns nothing and frees what it allocated.
+//
+// Concurrency: Run is called from one goroutine at a time; Instance
+// serialises the calls, so an op may keep scratch state between them.
 type Op interface {
 	Run(ctx context.Context, in Tensors) (Tensors, error)
 }
@@ -130,7 +136,9 @@ func constructor(spec *OpSpec, b Backend) func(Params, Backend) (Op, error) {
 }
 
 // Register makes an op available by name. It panics on an empty name, a nil
-// constructor or a duplicate name, like database/sql's Register.
+// constructor, a duplicate name, or a parameter whose default does not have
+// its kind's Go type (see ParamSpec.Default), like database/sql's Register:
+// these are programming errors found at start-up.
 func Register(spec OpSpec) {
 	opsMu.Lock()
 	defer opsMu.Unlock()
@@ -139,6 +147,11 @@ func Register(spec OpSpec) {
 	}
 	if spec.New == nil {
 		panic("edge: Register needs a constructor for op " + spec.Name)
+	}
+	for _, p := range spec.Params {
+		if err := p.checkDefault(); err != nil {
+			panic("edge: Register: op " + spec.Name + ": " + err.Error())
+		}
 	}
 	if _, dup := ops[spec.Name]; dup {
 		panic("edge: Register called twice for op " + spec.Name)
@@ -177,14 +190,14 @@ func List() []*OpSpec {
 
 // Instance is an op built from its spec, parameters and backend. Its Run
 // checks inputs against the spec, moves them where the op wants them and
-// checks the outputs.
+// checks the outputs. An Instance is safe for concurrent use: calls of the
+// op itself are serialised (see Op), checking and copying inputs is not.
 type Instance struct {
 	Spec    *OpSpec
 	Params  Params
 	Backend Backend
 	op      Op
-	// Transfers counts the host<->device copies Run made for this instance.
-	Transfers TransferStats
+	turn    chan struct{} // holds a token while the op runs
 }
 
 // TransferStats counts copies between host and device memory.
@@ -231,65 +244,97 @@ func New(name string, cfg map[string]any, b Backend) (*Instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("op %s: %w", spec.Name, err)
 	}
-	return &Instance{Spec: spec, Params: p, Backend: b, op: op}, nil
+	return &Instance{Spec: spec, Params: p, Backend: b, op: op, turn: make(chan struct{}, 1)}, nil
 }
 
 // Run checks the inputs, moves them to where the op wants them, runs the op
 // and checks that it produced every declared output.
+//
+// The inputs stay the caller's: the copies Run makes to place them (an
+// upload to the op's device, a download to the host) are released before
+// it returns. The outputs belong to the caller, who releases device ones
+// with Tensors.Release. A call waiting for its turn returns ctx.Err() when
+// ctx is done first.
 func (in *Instance) Run(ctx context.Context, inputs Tensors) (Tensors, error) {
+	out, _, err := in.RunStats(ctx, inputs)
+	return out, err
+}
+
+// RunStats is Run that also reports the host<->device copies it made to
+// place the inputs.
+func (in *Instance) RunStats(ctx context.Context, inputs Tensors) (out Tensors, copies TransferStats, err error) {
 	args := make(Tensors, len(in.Spec.Inputs))
+	var placed []*Tensor // copies made here; released before returning
+	defer func() {
+		for _, t := range placed {
+			if !out.holds(t) {
+				_ = t.Release()
+			}
+		}
+	}()
 	for _, s := range in.Spec.Inputs {
 		t, ok := inputs[s.Name]
 		if !ok || t == nil {
 			if s.Optional {
 				continue
 			}
-			return nil, fmt.Errorf("op %s: missing input %q (%s)", in.Spec.Name, s.Name, s.Signature())
+			return nil, copies, fmt.Errorf("op %s: missing input %q (%s)", in.Spec.Name, s.Name, s.Signature())
 		}
 		if !s.acceptsDType(t.DType()) {
-			return nil, fmt.Errorf("op %s: input %q is %v, want %s", in.Spec.Name, s.Name, t.DType(), s.Signature())
+			return nil, copies, fmt.Errorf("op %s: input %q is %v, want %s", in.Spec.Name, s.Name, t.DType(), s.Signature())
 		}
 		if !s.acceptsRank(t.Rank()) {
-			return nil, fmt.Errorf("op %s: input %q has shape %v (rank %d), want %s", in.Spec.Name, s.Name, t.Shape(), t.Rank(), s.Signature())
+			return nil, copies, fmt.Errorf("op %s: input %q has shape %v (rank %d), want %s", in.Spec.Name, s.Name, t.Shape(), t.Rank(), s.Signature())
 		}
-		moved, err := in.place(t, s.Host)
+		moved, err := in.place(t, s.Host, &copies)
 		if err != nil {
-			return nil, fmt.Errorf("op %s: input %q: %w", in.Spec.Name, s.Name, err)
+			return nil, copies, fmt.Errorf("op %s: input %q: %w", in.Spec.Name, s.Name, err)
+		}
+		if moved != t {
+			placed = append(placed, moved)
 		}
 		args[s.Name] = moved
 	}
 	for name := range inputs {
 		if !in.hasInput(name) {
-			return nil, fmt.Errorf("op %s: unexpected input %q (inputs: %s)", in.Spec.Name, name, in.inputNames())
+			return nil, copies, fmt.Errorf("op %s: unexpected input %q (inputs: %s)", in.Spec.Name, name, in.inputNames())
 		}
 	}
-	out, err := in.op.Run(ctx, args)
+	select {
+	case in.turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, copies, ctx.Err()
+	}
+	out, err = in.op.Run(ctx, args)
+	<-in.turn
 	if err != nil {
-		return nil, fmt.Errorf("op %s: %w", in.Spec.Name, err)
+		return nil, copies, fmt.Errorf("op %s: %w", in.Spec.Name, err)
 	}
 	for _, s := range in.Spec.Outputs {
 		if out[s.Name] == nil && !s.Optional {
-			return nil, fmt.Errorf("op %s: produced no output %q (a bug in the op)", in.Spec.Name, s.Name)
+			_ = out.Release()
+			return nil, copies, fmt.Errorf("op %s: produced no output %q (a bug in the op)", in.Spec.Name, s.Name)
 		}
 	}
-	return out, nil
+	return out, copies, nil
 }
 
 // place returns t in the memory the op expects: host memory for host specs
-// and for CPU ops, the op backend's memory otherwise. Copies are counted.
-func (in *Instance) place(t *Tensor, host bool) (*Tensor, error) {
+// and for CPU ops, the op backend's memory otherwise. Copies are counted in
+// copies.
+func (in *Instance) place(t *Tensor, host bool, copies *TransferStats) (*Tensor, error) {
 	wantHost := host || in.Backend.Name() == "cpu"
 	switch {
 	case wantHost && !t.OnHost():
 		if in.Backend.Name() == "cpu" {
 			return nil, fmt.Errorf("tensor %v is in device memory; a cpu op wants it on the host", t)
 		}
-		in.Transfers.DeviceToHost++
-		in.Transfers.DeviceToHostBytes += t.Bytes()
+		copies.DeviceToHost++
+		copies.DeviceToHostBytes += t.Bytes()
 		return in.Backend.Download(t)
 	case !wantHost && t.OnHost():
-		in.Transfers.HostToDevice++
-		in.Transfers.HostToDeviceBytes += t.Bytes()
+		copies.HostToDevice++
+		copies.HostToDeviceBytes += t.Bytes()
 		return in.Backend.Upload(t)
 	}
 	return t, nil

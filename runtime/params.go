@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,12 +34,47 @@ type ParamSpec struct {
 	Kind ParamKind
 	// Default is used when the parameter is not set; nil means "unset" (the op
 	// decides, e.g. from a preset). It must already have the kind's Go type:
-	// string, int, float64, bool, []int or []float64.
+	// string, int, float64, bool, []int or []float64 (Register panics
+	// otherwise: an int default for a Float would read back as 0).
 	Default any
 	// Enum, when non-empty, lists the accepted values of a String parameter.
 	Enum []string
 	Doc  string
 }
+
+// checkDefault reports a Default that does not have the kind's Go type, or
+// a String default outside Enum.
+func (s ParamSpec) checkDefault() error {
+	if s.Default == nil {
+		return nil
+	}
+	ok := false
+	switch s.Kind {
+	case String:
+		var str string
+		if str, ok = s.Default.(string); ok && len(s.Enum) > 0 && !slices.Contains(s.Enum, str) {
+			return fmt.Errorf("parameter %s: default %q is not one of %s", s.Name, str, strings.Join(s.Enum, " | "))
+		}
+	case Int:
+		_, ok = s.Default.(int)
+	case Float:
+		_, ok = s.Default.(float64)
+	case Boolean:
+		_, ok = s.Default.(bool)
+	case Ints:
+		_, ok = s.Default.([]int)
+	case Floats:
+		_, ok = s.Default.([]float64)
+	default:
+		return fmt.Errorf("parameter %s: unknown kind %d", s.Name, s.Kind)
+	}
+	if !ok {
+		return fmt.Errorf("parameter %s: default %v is a %T; a %v parameter needs a %s", s.Name, s.Default, s.Default, s.Kind, kindGoTypes[s.Kind])
+	}
+	return nil
+}
+
+var kindGoTypes = [...]string{String: "string", Int: "int", Float: "float64", Boolean: "bool", Ints: "[]int", Floats: "[]float64"}
 
 // Params holds an op's resolved parameters: every declared parameter with
 // its value converted to the declared kind, or its default.

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -18,7 +19,8 @@ import (
 //	steps:
 //	  - name: frontend
 //	    op: fbank
-//	    inputs:  {pcm: pcm}          # op input -> tensor name (default: same name)
+//	    inputs:  {pcm: pcm}          # op input -> tensor name (default: same name;
+//	                                 # optional inputs bind only when named here)
 //	    outputs: {features: feats}   # op output -> tensor name (default: same name)
 //	    params:  {preset: parakeet-128}
 //	outputs: [feats]                 # default: every tensor the steps produce
@@ -45,13 +47,14 @@ type StepConfig struct {
 	Params  map[string]any    `koanf:"params"`
 }
 
-// Pipeline is a validated, ready-to-run chain of op instances.
+// Pipeline is a validated, ready-to-run chain of op instances. It is safe
+// for concurrent use: each Run keeps its tensors and statistics to itself,
+// and each step's op runs one call at a time (see Instance), so concurrent
+// Runs overlap in different steps.
 type Pipeline struct {
 	inputs  []PipelineInput
 	steps   []pipelineStep
 	outputs []string
-	// Stats describes the last Run.
-	Stats PipelineStats
 }
 
 type pipelineStep struct {
@@ -157,11 +160,11 @@ func buildStep(i int, sc StepConfig, b Backend, syms map[string]symbol) (pipelin
 		if !bound {
 			tensor = s.Name
 		}
+		if s.Optional && !bound {
+			continue // optional inputs bind only when the config names a tensor
+		}
 		sym, ok := syms[tensor]
 		if !ok {
-			if s.Optional && !bound {
-				continue
-			}
 			return st, fmt.Errorf("%s: input %q needs tensor %q, which no pipeline input or earlier step produces (tensors: %s)", where, s.Name, tensor, symNames(syms))
 		}
 		if !overlaps(sym.dtypes, s.DTypes) {
@@ -221,24 +224,55 @@ func symNames(syms map[string]symbol) string {
 // Run feeds inputs through every step in order and returns the configured
 // outputs (every produced tensor when none are configured). Each pipeline
 // input must be present with its declared dtype and rank.
+//
+// Ownership: the inputs stay the caller's and are never freed. Everything
+// else Run allocates (uploads, intermediates no output names) is released
+// before it returns, also on an error; the returned tensors belong to the
+// caller, who releases them with Tensors.Release (a no-op for host
+// tensors).
 func (p *Pipeline) Run(ctx context.Context, inputs Tensors) (Tensors, error) {
-	p.Stats = PipelineStats{}
+	out, _, err := p.RunStats(ctx, inputs)
+	return out, err
+}
+
+// RunStats is Run that also reports where the call's time went and which
+// copies it made.
+func (p *Pipeline) RunStats(ctx context.Context, inputs Tensors) (res Tensors, stats PipelineStats, err error) {
 	start := time.Now()
 	env := Tensors{}
 	for _, in := range p.inputs {
 		t, ok := inputs[in.Name]
 		if !ok || t == nil {
-			return nil, fmt.Errorf("pipeline input %q missing", in.Name)
+			return nil, stats, fmt.Errorf("pipeline input %q missing", in.Name)
 		}
 		if t.DType().String() != in.DType || t.Rank() != in.Rank {
-			return nil, fmt.Errorf("pipeline input %q is %v, declared %s of rank %d", in.Name, t, in.DType, in.Rank)
+			return nil, stats, fmt.Errorf("pipeline input %q is %v, declared %s of rank %d", in.Name, t, in.DType, in.Rank)
 		}
 		env[in.Name] = t
 	}
+	callers := maps.Clone(env)
 	produced := Tensors{}
+	var stray []*Tensor // outputs an op returned but does not declare
+	defer func() {
+		// Release what the steps made and the caller does not get (an op
+		// may return one of its inputs: the caller's memory stays).
+		drop := Tensors{}
+		for name, t := range produced {
+			drop[name] = t
+		}
+		for i, t := range stray {
+			drop[fmt.Sprint("stray ", i)] = t
+		}
+		for name, t := range drop {
+			if res.holds(t) || callers.holds(t) {
+				delete(drop, name)
+			}
+		}
+		_ = drop.Release()
+	}()
 	for _, st := range p.steps {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, stats, err
 		}
 		args := Tensors{}
 		for opName, tensor := range st.inputs {
@@ -247,29 +281,31 @@ func (p *Pipeline) Run(ctx context.Context, inputs Tensors) (Tensors, error) {
 			}
 		}
 		t0 := time.Now()
-		before := st.inst.Transfers
-		out, err := st.inst.Run(ctx, args)
+		out, copies, err := st.inst.RunStats(ctx, args)
 		if err != nil {
-			return nil, fmt.Errorf("step %s: %w", st.name, err)
+			return nil, stats, fmt.Errorf("step %s: %w", st.name, err)
 		}
-		p.Stats.Steps = append(p.Stats.Steps, StepStats{Name: st.name, Op: st.inst.Spec.Name, Duration: time.Since(t0)})
-		p.Stats.Transfers.Add(st.inst.Transfers.Since(before))
-		for opName, tensor := range st.outputs {
-			if t := out[opName]; t != nil {
-				env[tensor] = t
-				produced[tensor] = t
+		stats.Steps = append(stats.Steps, StepStats{Name: st.name, Op: st.inst.Spec.Name, Duration: time.Since(t0)})
+		stats.Transfers.Add(copies)
+		for opName, t := range out {
+			tensor, bound := st.outputs[opName]
+			if !bound || t == nil {
+				stray = append(stray, t)
+				continue
 			}
+			env[tensor] = t
+			produced[tensor] = t
 		}
 	}
-	p.Stats.Total = time.Since(start)
+	stats.Total = time.Since(start)
 	if len(p.outputs) == 0 {
-		return produced, nil
+		return maps.Clone(produced), stats, nil
 	}
-	res := Tensors{}
+	res = Tensors{}
 	for _, o := range p.outputs {
 		res[o] = env[o]
 	}
-	return res, nil
+	return res, stats, nil
 }
 
 // Close releases every step's resources (see Instance.Close) and returns the

@@ -62,8 +62,13 @@ type DeviceBuffer interface {
 	// Bytes is the size of the allocation in bytes.
 	Bytes() int64
 	// Free releases the memory; the buffer must not be used afterwards.
+	// Freeing twice must be a no-op.
 	Free() error
 }
+
+// A DeviceBuffer is identified by its interface value: implementations are
+// pointer types, so two tensors share memory exactly when their buffers
+// compare equal (Reshape keeps the buffer).
 
 // Tensor is an n-dimensional array with a dtype, a shape and a location.
 //
@@ -206,6 +211,48 @@ func (t *Tensor) Reshape(shape Shape) (*Tensor, error) {
 		return nil, fmt.Errorf("cannot reshape %v to %v", t.shape, shape)
 	}
 	return &Tensor{dtype: t.dtype, shape: append(Shape(nil), shape...), host: t.host, dev: t.dev}, nil
+}
+
+// Release frees a device tensor's memory now rather than leaving it to its
+// owner's teardown; on host tensors it does nothing (the garbage collector
+// reclaims them). Every tensor sharing the memory (see Reshape) is invalid
+// afterwards. Releasing twice is safe.
+func (t *Tensor) Release() error {
+	if t == nil || t.dev == nil {
+		return nil
+	}
+	return t.dev.Free()
+}
+
+// Release frees the device memory of every tensor in ts (each shared buffer
+// once) and returns the first error. Tensors a pipeline or op returns belong
+// to the caller, and this is how the caller gives them back.
+func (ts Tensors) Release() error {
+	var first error
+	seen := map[DeviceBuffer]bool{}
+	for _, t := range ts {
+		if t == nil || t.dev == nil || seen[t.dev] {
+			continue
+		}
+		seen[t.dev] = true
+		if err := t.dev.Free(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// holds reports whether a tensor of ts shares t's device memory.
+func (ts Tensors) holds(t *Tensor) bool {
+	if t == nil || t.dev == nil {
+		return false
+	}
+	for _, x := range ts {
+		if x != nil && x.dev == t.dev {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *Tensor) String() string {

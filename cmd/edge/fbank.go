@@ -71,6 +71,7 @@ func runFbank(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer res.Release()
 	feats, err := b.Download(res["features"])
 	if err != nil {
 		return err

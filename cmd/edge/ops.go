@@ -166,6 +166,7 @@ func runOp(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer res.Release()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}

@@ -178,14 +178,15 @@ func runTranscribe(ctx context.Context, args []string) error {
 			return err
 		}
 		start := time.Now()
-		err := transcribeOne(ctx, rec, path, out)
-		progress(os.Stderr, i+1, fs.NArg(), path, rec.Stats(), time.Since(start), err)
+		var st asr.Stats
+		err := transcribeOne(asr.WithStats(ctx, &st), rec, path, out)
+		progress(os.Stderr, i+1, fs.NArg(), path, st, time.Since(start), err)
 		if err != nil {
 			failed++
 			continue
 		}
 		if k.Bool("stats") {
-			printStats(os.Stderr, path, rec.Stats())
+			printStats(os.Stderr, path, st)
 		}
 	}
 	if failed > 0 {
@@ -264,12 +265,13 @@ func runAlign(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	tr, err := rec.Align(ctx, pcm, text)
+	var st asr.Stats
+	tr, err := rec.Align(asr.WithStats(ctx, &st), pcm, text)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if k.Bool("stats") {
-		printStats(os.Stderr, path, rec.Stats())
+		printStats(os.Stderr, path, st)
 	}
 	return out.write(path, tr)
 }

@@ -106,12 +106,13 @@ func run(path string) error {
 	if err != nil {
 		return err
 	}
-	out, err := p.Run(context.Background(), runtime.Tensors{"audio": x})
+	out, stats, err := p.RunStats(context.Background(), runtime.Tensors{"audio": x})
 	if err != nil {
 		return err
 	}
+	defer out.Release()
 	fmt.Printf("features %v, valid frames %v\n", out["features"].Shape(), out["lengths"].I64())
-	for _, s := range p.Stats.Steps {
+	for _, s := range stats.Steps {
 		fmt.Fprintf(os.Stderr, "%-10s %v\n", s.Name, s.Duration)
 	}
 	return nil
