@@ -63,13 +63,17 @@ build-cuda: cuda-deps
 	$(CUDA_ENV) $(GO) build -tags cuda -o $(BIN)/edge-cuda ./cmd/edge
 	$(CUDA_ENV) $(GO) vet -tags cuda ./...
 
-## test-cuda-bin: -tags cuda test binaries in bin/cuda/, to run on a GPU host
+## test-cuda-bin: -tags cuda test binaries in bin/cuda/, to run on a GPU host. With
+## KERNELS=external they embed no fatbin and no debug info (a quarter of the size to ship;
+## run them with EDGE_KERNELS_FATBIN=kernels/edge.fatbin, as scripts/gpu-test.sh does)
+comma := ,
+CUDA_TEST_FLAGS := $(if $(filter external,$(KERNELS)),-tags cuda$(comma)kernels_external -ldflags=-s\ -w,-tags cuda)
 test-cuda-bin: cuda-deps
 	@mkdir -p $(BIN)/cuda
 	@for pkg in $$($(CUDA_ENV) $(GO) list -tags cuda -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...); do \
 	  name=$$(echo $${pkg#github.com/edgespeech/edge/} | tr / _); \
 	  echo "$(BIN)/cuda/$$name.test"; \
-	  $(CUDA_ENV) $(GO) test -c -tags cuda -o $(BIN)/cuda/$$name.test $$pkg || exit 1; \
+	  $(CUDA_ENV) $(GO) test -c $(CUDA_TEST_FLAGS) -o $(BIN)/cuda/$$name.test $$pkg || exit 1; \
 	done
 
 clean:

@@ -18,9 +18,6 @@ import (
 	"os"
 )
 
-//go:embed edge.fatbin
-var fatbin []byte
-
 //go:embed manifest.json
 var manifestJSON []byte
 
@@ -60,6 +57,9 @@ func Fatbin() (image []byte, source string, err error) {
 			return nil, "", fmt.Errorf("kernels: $%s=%s is empty", EnvFatbin, p)
 		}
 		return b, p, nil
+	}
+	if fatbin == nil {
+		return nil, "", fmt.Errorf("kernels: this binary was built with -tags kernels_external and embeds no fatbin: set $%s to kernels/edge.fatbin", EnvFatbin)
 	}
 	m, err := ReadManifest()
 	if err != nil {

@@ -1,3 +1,5 @@
+//go:build !kernels_external
+
 package kernels
 
 import (

@@ -7,7 +7,7 @@
 #       into the cache if it is absent, check its sha512 integrity against
 #       the pinned value, extract libonnxruntime_providers_cuda.so, check its
 #       sha256, xz it, and split the .xz into PARTSDIR/1, PARTSDIR/2, ...
-#       (one part of at most 25 MiB each), every directory also holding
+#       (one part of at most 25 MiB each, or $ORT_CUDA_EP_PART_BYTES), every directory also holding
 #       manifest.txt (the sha256 of the library, of the .xz and of every part).
 #       $ORT_CUDA_EP_XZ may name an already made .xz of the library: it is used
 #       (instead of compressing again) once it decompresses to the pinned sha256.
@@ -42,7 +42,7 @@ INTEGRITY=sha512-FopIhNE/Ng+v2X65wVc9clPCBCvhvA53Hxo2U0Kf5fGdVsC7iCA+mZ0KLWggcQA
 LIB=libonnxruntime_providers_cuda.so
 LIB_IN_TGZ=package/Plugins/Linux/x64/$LIB
 LIB_SHA256=56cf3254b118ad837ccc4ed8f6d1b23504bbf7ef91b34cbc0b289cb7f10b3037
-PART_BYTES=$((25 * 1024 * 1024))
+PART_BYTES=${ORT_CUDA_EP_PART_BYTES:-$((25 * 1024 * 1024))}
 CORE_PKG=com.github.asus4.onnxruntime
 CORE_INTEGRITY=sha512-BkzxduSZ9IkeDP6Q8lz2TFU2ie7hSSvS7ZIfzMooExoq0CNzJnuuGaUJ7IsojBgqO4ouD1jXah8OYyJbCN29Fg==
 CORE_IN_TGZ=package/Plugins/Linux/x64/libonnxruntime.so
