@@ -90,7 +90,7 @@ def run_go(binary, benchtime, saved, timeout, variants):
             text = f.read()
     else:
         try:
-            pattern = "^BenchmarkCUDAEncode$" + (f"/.*/v=({variants})$" if variants else "")
+            pattern = "^BenchmarkCUDAEncode$" + (f"/.*/v=(auto|{variants})$" if variants else "")
             p = subprocess.run([binary, "-test.run", "^$", "-test.bench", pattern, "-test.benchtime", benchtime],
                                capture_output=True, text=True, timeout=timeout)
             text = p.stdout + p.stderr
