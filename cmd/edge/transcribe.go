@@ -34,13 +34,18 @@ func init() {
 
 // asrFlags adds the flags transcribe and align share.
 func asrFlags(fs *pflag.FlagSet) {
-	fs.String("model", "", "model directory with model.yaml (default: models/default, also next to the binary)")
 	fs.String("format", "text", "output format: "+formatNames())
 	fs.String("out", "", "output file (one input) or directory (one file per input); default stdout")
-	fs.Int("threads", 0, "encoder threads (0: one per core)")
-	fs.String("ort-lib", "", "ONNX Runtime library (default $EDGE_ORT_LIB, then the cache of scripts/fetch-ort.sh)")
 	fs.Float64("chunk-seconds", 30, "longest piece of audio encoded at once; longer audio is chunked with overlap")
 	fs.Bool("stats", false, "print where the time went and the bytes copied between host and device (JSON) to stderr")
+	modelFlags(fs)
+}
+
+// modelFlags adds the flags that say which model runs where.
+func modelFlags(fs *pflag.FlagSet) {
+	fs.String("model", "", "model directory with model.yaml (default: models/default, also next to the binary)")
+	fs.Int("threads", 0, "encoder threads (0: one per core)")
+	fs.String("ort-lib", "", "ONNX Runtime library (default $EDGE_ORT_LIB, then the cache of scripts/fetch-ort.sh)")
 	fs.String("config", "", "YAML config file (layered: file < EDGE_* env < flags)")
 	fs.String("backend", "cpu", "backend of the frontend and decoding: "+strings.Join(runtime.Backends(), ", ")+
 		" (cuda keeps features and emissions on the GPU)")
@@ -65,9 +70,16 @@ func openRecognizer(k *koanf.Koanf, inputs int) (*asr.Recognizer, output, error)
 	if err != nil {
 		return nil, out, err
 	}
+	rec, err := openModel(k)
+	return rec, out, err
+}
+
+// openModel loads the configured model on the configured backend (the
+// modelFlags; chunk_seconds when set).
+func openModel(k *koanf.Koanf) (*asr.Recognizer, error) {
 	backend, err := openBackend(k)
 	if err != nil {
-		return nil, out, err
+		return nil, err
 	}
 	rec, err := asr.Open(modelDir(k.String("model")), asr.Options{
 		ORTLib:       k.String("ort_lib"),
@@ -81,12 +93,12 @@ func openRecognizer(k *koanf.Koanf, inputs int) (*asr.Recognizer, output, error)
 	})
 	if err != nil {
 		_ = backend.Close()
-		return nil, out, err
+		return nil, err
 	}
 	if err := rec.EncoderFallback(); err != nil {
 		fmt.Fprintf(os.Stderr, "edge: warning: the encoder runs on the CPU (fallback=cpu): %v\n", err)
 	}
-	return rec, out, nil
+	return rec, nil
 }
 
 // modelDir resolves the model flag: given paths are used as they are; the
