@@ -41,7 +41,9 @@ var foreign = []struct {
 	sniff func(h []byte) bool
 }{
 	{"MP4/M4A", func(h []byte) bool { return len(h) >= 12 && string(h[4:8]) == "ftyp" }},
-	{"QuickTime", func(h []byte) bool { return len(h) >= 8 && (string(h[4:8]) == "moov" || string(h[4:8]) == "mdat" || string(h[4:8]) == "wide") }},
+	{"QuickTime", func(h []byte) bool {
+		return len(h) >= 8 && (string(h[4:8]) == "moov" || string(h[4:8]) == "mdat" || string(h[4:8]) == "wide")
+	}},
 	{"Matroska/WebM", prefix("\x1a\x45\xdf\xa3")},
 	{"ASF/WMA", prefix("\x30\x26\xb2\x75\x8e\x66\xcf\x11")},
 	{"AAC (ADTS)", func(h []byte) bool { return len(h) >= 2 && h[0] == 0xFF && h[1]&0xF6 == 0xF0 }},
