@@ -16,6 +16,7 @@ var configKeys = []string{
 	"backend", "config", "ops", "pipeline", "model", "models_dir", "ort_lib", "threads",
 	"format", "out", "in", "set", "preset", "device", "text", "text_file", "stats",
 	"chunk_seconds", "execution_provider", "ort_cuda_ep", "fallback", "bind", "progress",
+	"strict", "raw", "rate", "channels", "quiet",
 	"kernels_fatbin", // EDGE_KERNELS_FATBIN, read by package kernels
 }
 
