@@ -49,7 +49,7 @@ func sniffWAV(h []byte) bool {
 // expanded with ffmpeg's tables to 16-bit values), IMA ADPCM (4-bit, the
 // WAV block layout; a short final block decodes as ffmpeg does), plain or as
 // WAVE_FORMAT_EXTENSIBLE. Other format tags (Microsoft ADPCM, GSM, MP3, ...)
-// go to ffmpeg; big-endian RIFX is an error.
+// and big-endian RIFX go to ffmpeg.
 //
 // Chunks: the fmt chunk must precede the data chunk; other chunks (LIST, fact,
 // cue, bext, JUNK, ...) are skipped, honouring the pad byte after odd-sized
@@ -129,7 +129,7 @@ func (d *decoder) decode() (*Clip, error) {
 	switch id {
 	case "RIFF", "RF64", "BW64":
 	case "RIFX", "FFIR":
-		return nil, errors.New("wav: big-endian RIFX files are not supported")
+		return nil, &needFFmpeg{"big-endian WAV (RIFX)"}
 	default:
 		return nil, fmt.Errorf("wav: not a WAV file: starts with %q, want RIFF, RF64 or BW64", hdr[:4])
 	}

@@ -152,7 +152,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"empty", nil, "audio: empty input", false},
 		{"short header", []byte("RIFF\x00\x00"), "RIFF header at offset 0 needs 12 bytes but only 6 remain", true},
 		{"not riff", []byte("ABCD\x00\x00\x00\x00WAVEfmt "), `unrecognised format: starts with "ABCD`, false},
-		{"rifx", []byte("RIFX\x00\x00\x00\x00WAVE"), "big-endian RIFX", false},
+		{"rifx", []byte("RIFX\x00\x00\x00\x00WAVE"), "big-endian WAV (RIFX): no native decoder", false},
 		{"not wave", []byte("RIFF\x04\x00\x00\x00XYZW"), `RIFF form type is "XYZW"`, false},
 		{"avi", []byte("RIFF\x04\x00\x00\x00AVI "), "AVI: no native decoder, and ffmpeg is turned off", false},
 		{"no chunks", []byte("RIFF\x04\x00\x00\x00WAVE"), "no fmt chunk", false},
