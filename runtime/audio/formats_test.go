@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"testing"
 
@@ -264,4 +265,52 @@ func TestOggDamage(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, clip.Truncated)
 	assert.Contains(t, clip.Truncated.String(), "ogg: the input ends without the end-of-stream page (missing duration unknown)")
+}
+
+// TestHeaderClaimsCostNothing: headers that claim gigabytes of audio over a
+// small input allocate in proportion to the input, not the claim, and the
+// claim shows up only as a truncation report.
+func TestHeaderClaimsCostNothing(t *testing.T) {
+	patch := func(name string, edit func(b []byte) []byte) []byte {
+		return edit(bytes.Clone(readFixture(t, name)))
+	}
+	for _, c := range []struct {
+		name string
+		in   []byte
+	}{
+		{"FLAC STREAMINFO sample count", patch("flac_s16_16k_mono.flac", func(b []byte) []byte {
+			b[21] |= 0x0F
+			copy(b[22:26], []byte{0xFF, 0xFF, 0xFF, 0xFF})
+			return b
+		})},
+		{"MP3 Xing frame count", patch("mp3_cbr_32k_stereo.mp3", func(b []byte) []byte {
+			require.Equal(t, "Info", string(b[36:40]))
+			copy(b[44:48], []byte{0xFF, 0xFF, 0xFF, 0xFF})
+			return b
+		})},
+		{"AIFF COMM frames and SSND size", patch("aiff_s16_22k_stereo.aiff", func(b []byte) []byte {
+			i := bytes.Index(b, []byte("COMM"))
+			copy(b[i+10:i+14], []byte{0xFF, 0xFF, 0xFF, 0xFF})
+			j := bytes.Index(b, []byte("SSND"))
+			copy(b[j+4:j+8], []byte{0x7F, 0xFF, 0xFF, 0xF0})
+			return b
+		})},
+		{"WAV IMA ADPCM data size", patch("wav_ima_16k_mono.wav", func(b []byte) []byte {
+			i := bytes.Index(b, []byte("data"))
+			copy(b[i+4:i+8], []byte{0xF0, 0xFF, 0xFF, 0xFF})
+			return b
+		})},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var before, after goruntime.MemStats
+			goruntime.GC()
+			goruntime.ReadMemStats(&before)
+			clip, err := decodeBytes(t, Options{}, c.in)
+			goruntime.ReadMemStats(&after)
+			require.NoError(t, err)
+			require.NotNil(t, clip.Truncated)
+			assert.Greater(t, clip.Truncated.Missing.Hours(), 1.0, "%s", clip.Truncated)
+			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(8<<20+64*len(c.in)))
+		})
+	}
 }
