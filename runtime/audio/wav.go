@@ -47,7 +47,9 @@ func sniffWAV(h []byte) bool {
 // (valid-bits fields below the container size are accepted: the data is
 // left-justified), IEEE float 32 and 64 bit, G.711 µ-law and A-law (8-bit,
 // expanded with ffmpeg's tables to 16-bit values), IMA ADPCM (4-bit, the
-// WAV block layout; a short final block decodes as ffmpeg does), plain or as
+// WAV block layout; a short final block decodes as ffmpeg does, and the
+// padding of the last block is kept, as ffmpeg keeps it: sox trims to the
+// fact chunk's count instead), plain or as
 // WAVE_FORMAT_EXTENSIBLE. Other format tags (Microsoft ADPCM, GSM, MP3, ...)
 // and big-endian RIFX go to ffmpeg.
 //
