@@ -314,3 +314,51 @@ func TestHeaderClaimsCostNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestVorbisSetupBounds: codebook counts that the setup header cannot back
+// are refused before jfreymuth/vorbis allocates for them.
+func TestVorbisSetupBounds(t *testing.T) {
+	type field struct {
+		v    uint64
+		bits uint
+	}
+	setup := func(fields ...field) []byte {
+		b := []byte("\x05vorbis")
+		var acc uint64
+		var n uint
+		for _, f := range fields {
+			for i := range f.bits {
+				acc |= (f.v >> i & 1) << n
+				n++
+				if n == 8 {
+					b, acc, n = append(b, byte(acc)), 0, 0
+				}
+			}
+		}
+		if n > 0 {
+			b = append(b, byte(acc))
+		}
+		return b
+	}
+	book := func(dims, entries uint64) []field {
+		return []field{{0x564342, 24}, {dims, 16}, {entries, 24}}
+	}
+	for _, c := range []struct {
+		name string
+		p    []byte
+		want string
+	}{
+		{"no entries", setup(append([]field{{0, 8}}, book(1, 0)...)...), "0 entries of 1 dimensions"},
+		{"16M entries", setup(append([]field{{0, 8}}, book(1, 1<<24-1)...)...), "16777215 entries"},
+		{"lengths missing", setup(append([]field{{0, 8}}, append(book(2, 5000), field{0, 1}, field{0, 1})...)...), "5000 entry lengths, but the header ends"},
+		{"ordered run past the end", setup(append([]field{{0, 8}}, append(book(1, 1000), field{1, 1}, field{3, 5}, field{1023, 10})...)...), "ordered entry lengths run past"},
+		{"no sync", setup(field{0, 8}, field{0x123456, 24}), "no sync pattern"},
+	} {
+		assert.ErrorContains(t, checkVorbisSetup(c.p), c.want, c.name)
+	}
+	for _, name := range []string{"vorbis_16k_mono.ogg", "vorbis_16k_stereo.ogg"} {
+		s, err := demuxOgg(readFixture(t, name))
+		require.NoError(t, err)
+		assert.NoError(t, checkVorbisSetup(s.packets[2].data), name)
+	}
+}
