@@ -22,9 +22,14 @@ deps: ort
 ort:
 	@scripts/fetch-ort.sh >/dev/null
 
+# `edge version` prints the VCS revision: the go command stamps it in git
+# checkouts, but not in git worktrees or with GOFLAGS=-buildvcs=false.
+REVISION := $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD -- 2>/dev/null || r=$$r+dirty; echo $$r; })
+LDFLAGS  := -X main.revision=$(REVISION)
+
 ## build: the edge CLI in bin/edge
 build:
-	$(GO) build -o $(BIN)/edge ./cmd/edge
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/edge ./cmd/edge
 
 ## demo: transcribe the bundled clip with the bundled default model
 demo: deps build
@@ -60,7 +65,7 @@ cuda-deps:
 
 ## build-cuda: compile and vet the -tags cuda build so GPU code cannot rot
 build-cuda: cuda-deps
-	$(CUDA_ENV) $(GO) build -tags cuda -o $(BIN)/edge-cuda ./cmd/edge
+	$(CUDA_ENV) $(GO) build -tags cuda -ldflags "$(LDFLAGS)" -o $(BIN)/edge-cuda ./cmd/edge
 	$(CUDA_ENV) $(GO) vet -tags cuda ./...
 
 ## test-cuda-bin: -tags cuda test binaries in bin/cuda/, to run on a GPU host. With

@@ -16,7 +16,8 @@ var configKeys = []string{
 	"backend", "config", "ops", "pipeline", "model", "models_dir", "ort_lib", "threads",
 	"format", "out", "in", "set", "preset", "device", "text", "text_file", "stats",
 	"chunk_seconds", "execution_provider", "ort_cuda_ep", "fallback", "bind", "progress",
-	"pcm", "pcm_rate", "pcm_channels", "stream_chunk", "stream_left", "stream_look_ahead", "partials",
+	"strict", "raw", "rate", "channels", "quiet",
+	"stream_chunk", "stream_left", "stream_look_ahead", "partials",
 	"kernels_fatbin", // EDGE_KERNELS_FATBIN, read by package kernels
 }
 

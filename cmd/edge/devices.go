@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/edgespeech/edge/runtime"
 )
@@ -13,6 +14,10 @@ import (
 // version is set at link time (-ldflags "-X main.version=v1.2.3"); otherwise
 // the module version or VCS revision from the build info is shown.
 var version = ""
+
+// revision is the VCS revision, set at link time by the Makefile
+// (-ldflags "-X main.revision=..."), for builds the go command does not stamp.
+var revision = ""
 
 func init() {
 	register(command{name: "devices", usage: "[--format text|json]", summary: "list backends and the devices they find", run: runDevices})
@@ -69,19 +74,44 @@ func runVersion(_ context.Context, args []string) error {
 	return nil
 }
 
+// versionString is "MODULE_VERSION rev REVISION[+dirty] GO_VERSION": the
+// module version from the build info ("(devel)" for a source build) or the
+// link-time version, and the VCS revision the go command stamped (git
+// checkouts; not git worktrees, nor -buildvcs=false) or the Makefile linked
+// in (main.revision).
 func versionString() string {
-	if version != "" {
-		return version
-	}
 	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(unknown)"
-	}
-	v := info.Main.Version
-	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " " + s.Value[:12]
+	v := version
+	if v == "" {
+		v = "(unknown)"
+		if ok && info.Main.Version != "" {
+			v = info.Main.Version
 		}
 	}
-	return v + " " + info.GoVersion
+	rev, dirty := revision, false
+	if ok {
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+	}
+	if rev != "" {
+		if len(rev) > 12 && !strings.Contains(rev, "+") {
+			rev = rev[:12]
+		}
+		if dirty {
+			rev += "+dirty"
+		}
+		v += " rev " + rev
+	} else {
+		v += " (no VCS revision: build with make build)"
+	}
+	if ok {
+		v += " " + info.GoVersion
+	}
+	return v
 }

@@ -16,10 +16,10 @@ const fbankUsage = "--preset NAME [--set KEY=VALUE ...] [--device cpu] AUDIO --o
 
 func init() {
 	register(command{name: "fbank", usage: fbankUsage,
-		summary: "log-mel features of one audio file (WAV, or f32 npy samples) to an npy file", run: runFbank})
+		summary: "log-mel features of one audio file (any supported format, or f32 npy samples) to an npy file", run: runFbank})
 }
 
-// runFbank computes the features of one clip. AUDIO is a WAV file (decoded,
+// runFbank computes the features of one clip. AUDIO is an audio file (decoded,
 // downmixed and resampled to the preset's sample rate) or an .npy file of
 // f32 samples already at that rate. The output is float32 in the preset's
 // layout without the batch dimension: [n_mels, T] or [T, n_mels].

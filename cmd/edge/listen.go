@@ -12,10 +12,9 @@ import (
 	"os"
 
 	"github.com/edgespeech/edge/asr"
-	"github.com/edgespeech/edge/runtime/audio"
 )
 
-const listenUsage = "[--model DIR] [--format text|jsonl] [--pcm s16le|f32le [--pcm-rate HZ] [--pcm-channels N]] [AUDIO | -]"
+const listenUsage = "[--model DIR] [--format text|jsonl] [--raw s16le|f32le --rate HZ [--channels N]] [AUDIO | -]"
 
 func init() {
 	register(command{name: "listen", usage: listenUsage,
@@ -25,10 +24,8 @@ func init() {
 func runListen(ctx context.Context, args []string) error {
 	fs := newFlags("listen", listenUsage)
 	modelFlags(fs)
+	audioFlags(fs)
 	fs.String("format", "text", "finals on stdout: text (one line an utterance) or jsonl (one JSON object an utterance, with words)")
-	fs.String("pcm", "", "read headerless PCM from the input: s16le or f32le (as arecord -f S16_LE or ffmpeg -f s16le write it)")
-	fs.Int("pcm-rate", 0, "sample rate of --pcm input (default: the model's)")
-	fs.Int("pcm-channels", 1, "channels of --pcm input (interleaved; averaged to mono)")
 	fs.Duration("stream-chunk", 0, "audio added per encoder step (default 480ms)")
 	fs.Duration("stream-left", 0, "audio before each chunk encoded with it (default 4s)")
 	fs.Duration("stream-look-ahead", 0, "audio after each chunk encoded with it (default 480ms)")
@@ -47,7 +44,11 @@ func runListen(ctx context.Context, args []string) error {
 	if format != "text" && format != "jsonl" {
 		return fmt.Errorf("--format %q: want text or jsonl: %w", format, errUsage)
 	}
-	rec, err := openModel(k)
+	src, err := newAudioSource(k)
+	if err != nil {
+		return err
+	}
+	rec, err := openRecognizer(k)
 	if err != nil {
 		return err
 	}
@@ -59,15 +60,15 @@ func runListen(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	path := "-"
+	path := stdinName
 	if fs.NArg() == 1 {
 		path = fs.Arg(0)
 	}
-	src, err := openListenSource(path, k.String("pcm"), k.Int("pcm_rate"), k.Int("pcm_channels"), rate)
+	in, err := openListenSource(src, path, rate)
 	if err != nil {
 		return err
 	}
-	defer src.Close()
+	defer in.Close()
 	out := bufio.NewWriter(os.Stdout)
 	p := &partialLine{w: os.Stderr, on: k.Bool("partials") || isTerminal(os.Stderr), tty: isTerminal(os.Stderr)}
 	emit := func(rs []asr.StreamResult) error {
@@ -88,7 +89,7 @@ func runListen(ctx context.Context, args []string) error {
 	}
 	block := make([]float32, rate/10) // 100 ms a read
 	for {
-		n, rerr := src.Read(block)
+		n, rerr := in.Read(block)
 		if n > 0 {
 			rs, err := stream.Write(ctx, block[:n])
 			if err != nil {
@@ -177,44 +178,33 @@ type sampleReader interface {
 	Close() error
 }
 
-// openListenSource opens path ("-" = stdin) as headerless PCM (encoding
-// s16le or f32le) read as it arrives, or as an audio file decoded whole
-// and then fed in pieces.
-func openListenSource(path, encoding string, pcmRate, channels, rate int) (sampleReader, error) {
-	if encoding == "" {
-		if path == "-" {
-			return nil, fmt.Errorf("reading audio files from stdin needs --pcm s16le|f32le here; give a file name instead: %w", errUsage)
-		}
-		pcm, err := audio.Load(path, rate)
+// openListenSource opens path (- is standard input): headerless PCM (--raw)
+// is decoded as it arrives; an audio file is decoded whole, then fed in
+// pieces.
+func openListenSource(src *audioSource, path string, rate int) (sampleReader, error) {
+	raw := src.opts.Raw
+	if raw == nil {
+		clip, err := src.load(path, rate)
 		if err != nil {
 			return nil, err
 		}
-		return &sliceReader{pcm: pcm}, nil
+		return &sliceReader{pcm: clip.Samples}, nil
 	}
-	if encoding != "s16le" && encoding != "f32le" {
-		return nil, fmt.Errorf("--pcm %q: want s16le or f32le: %w", encoding, errUsage)
+	if raw.Rate != rate {
+		return nil, fmt.Errorf("--rate %d: live input must be at the model's %d Hz (e.g. arecord -r %d, ffmpeg -ar %d)", raw.Rate, rate, rate, rate)
 	}
-	if pcmRate == 0 {
-		pcmRate = rate
-	}
-	if pcmRate != rate {
-		return nil, fmt.Errorf("--pcm-rate %d: live input must be at the model's %d Hz (e.g. arecord -r %d, ffmpeg -ar %d)", pcmRate, rate, rate, rate)
-	}
-	if channels < 1 || channels > 64 {
-		return nil, fmt.Errorf("--pcm-channels %d: want 1..64: %w", channels, errUsage)
+	size := 2
+	if raw.Encoding == "f32le" {
+		size = 4
 	}
 	f := os.Stdin
-	if path != "-" {
+	if path != stdinName {
 		var err error
 		if f, err = os.Open(path); err != nil {
 			return nil, err
 		}
 	}
-	size := 2
-	if encoding == "f32le" {
-		size = 4
-	}
-	return &pcmReader{r: f, c: f, size: size, channels: channels, name: path}, nil
+	return &pcmReader{r: f, c: f, size: size, channels: raw.Channels, name: displayName(path)}, nil
 }
 
 // sliceReader feeds decoded samples.

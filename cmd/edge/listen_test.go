@@ -53,7 +53,7 @@ func TestListen(t *testing.T) {
 	}{{"s16le", 1}, {"f32le", 2}} {
 		p := writePCM(t, tc.enc, tc.channels, 2, demoClip, second)
 		code, out, stderr := capture(t, "listen", "--model", bundledModel, "--format", "jsonl",
-			"--pcm", tc.enc, "--pcm-channels", []string{"", "1", "2"}[tc.channels], p)
+			"--raw", tc.enc, "--rate", "16000", "--channels", []string{"", "1", "2"}[tc.channels], p)
 		require.Equal(t, 0, code, stderr)
 		var texts []string
 		sc := bufio.NewScanner(strings.NewReader(out))
@@ -84,13 +84,12 @@ func TestListenErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--pcm", "u8", p}, 2, `--pcm "u8": want s16le or f32le`},
-		{[]string{"--pcm", "s16le", "--pcm-rate", "8000", p}, 1, "--pcm-rate 8000: live input must be at the model's 16000 Hz"},
-		{[]string{"--pcm", "s16le", "--pcm-channels", "0", p}, 2, "--pcm-channels 0"},
+		{[]string{"--raw", "u8", "--rate", "16000", p}, 2, `u8`},
+		{[]string{"--raw", "s16le", "--rate", "8000", p}, 1, "--rate 8000: live input must be at the model's 16000 Hz"},
+		{[]string{"--raw", "s16le", p}, 2, "needs --rate"},
 		{[]string{"--format", "srt", p}, 2, `--format "srt": want text or jsonl`},
-		{[]string{"-"}, 2, "needs --pcm"},
 		{[]string{p, p}, 2, "at most one AUDIO"},
-		{[]string{"--stream-chunk", "-1s", "--pcm", "s16le", p}, 1, "stream option Chunk"},
+		{[]string{"--stream-chunk", "-1s", "--raw", "s16le", "--rate", "16000", p}, 1, "stream option Chunk"},
 	} {
 		code, _, stderr := capture(t, append([]string{"listen", "--model", bundledModel}, tc.args...)...)
 		assert.Equal(t, tc.code, code, "%v: %s", tc.args, stderr)
@@ -98,7 +97,7 @@ func TestListenErrors(t *testing.T) {
 	}
 	nan := filepath.Join(t.TempDir(), "nan.f32")
 	require.NoError(t, os.WriteFile(nan, binary.LittleEndian.AppendUint32(make([]byte, 4000), math.Float32bits(float32(math.NaN()))), 0o644))
-	code, _, stderr := capture(t, "listen", "--model", bundledModel, "--pcm", "f32le", nan)
+	code, _, stderr := capture(t, "listen", "--model", bundledModel, "--raw", "f32le", "--rate", "16000", nan)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "the f32le sample at byte 4000 is NaN")
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,9 +22,18 @@ import (
 )
 
 const (
-	transcribeUsage = "[--model DIR] [--format text|json|srt|vtt|ctm|tsv] [--out FILE|DIR] [--stats] AUDIO..."
-	alignUsage      = "(--text TEXT | --text-file FILE) [--model DIR] [--format ...] [--out FILE] AUDIO"
+	transcribeUsage = "[--model DIR] [--format text|json|srt|vtt|ctm|tsv] [--out FILE|DIR/|-] [--strict] [--quiet] [--stats]\n" +
+		"       [--raw s16le|f32le --rate HZ [--channels N]] AUDIO... (- reads standard input)\n\n" +
+		"AUDIO is any WAV, FLAC, MP3, Ogg Vorbis, Ogg Opus or AIFF file, recognised by content;\n" +
+		"other formats (M4A, WebM, ...) need ffmpeg on PATH. --out is a directory when it ends\n" +
+		"in /, is one, or several inputs are given (DIR/NAME.FORMAT each); several inputs on\n" +
+		"stdout are JSON Lines with a \"file\" field (json) or sections headed \"==> FILE <==\".\n" +
+		"Exit status: 0 all inputs transcribed, 1 some failed, 2 usage error."
+	alignUsage = "(--text TEXT | --text-file FILE) [--model DIR] [--format ...] [--out FILE] AUDIO"
 )
+
+// stdin is what an input named - reads (tests replace it).
+var stdin io.Reader = os.Stdin
 
 func init() {
 	register(command{name: "transcribe", usage: transcribeUsage,
@@ -35,10 +45,11 @@ func init() {
 // asrFlags adds the flags transcribe and align share.
 func asrFlags(fs *pflag.FlagSet) {
 	fs.String("format", "text", "output format: "+formatNames())
-	fs.String("out", "", "output file (one input) or directory (one file per input); default stdout")
+	fs.String("out", "", "output file (one input), directory (ends in /, exists, or several inputs: one file per input) or - (stdout, the default)")
 	fs.Float64("chunk-seconds", 30, "longest piece of audio encoded at once; longer audio is chunked with overlap")
 	fs.Bool("stats", false, "print where the time went and the bytes copied between host and device (JSON) to stderr")
 	modelFlags(fs)
+	audioFlags(fs)
 }
 
 // modelFlags adds the flags that say which model runs where.
@@ -63,20 +74,8 @@ func formatNames() string {
 	return strings.Join(names, ", ")
 }
 
-// openRecognizer resolves where the output of inputs files goes and loads
-// the configured model.
-func openRecognizer(k *koanf.Koanf, inputs int) (*asr.Recognizer, output, error) {
-	out, err := parseOutput(k, inputs)
-	if err != nil {
-		return nil, out, err
-	}
-	rec, err := openModel(k)
-	return rec, out, err
-}
-
-// openModel loads the configured model on the configured backend (the
-// modelFlags; chunk_seconds when set).
-func openModel(k *koanf.Koanf) (*asr.Recognizer, error) {
+// openRecognizer loads the configured model.
+func openRecognizer(k *koanf.Koanf) (*asr.Recognizer, error) {
 	backend, err := openBackend(k)
 	if err != nil {
 		return nil, err
@@ -121,49 +120,13 @@ func modelDir(flag string) string {
 	return def
 }
 
-// output says where one input's transcript goes.
-type output struct {
-	format transcript.Format
-	out    string // "" = stdout
-	many   bool   // several inputs: out is a directory
-}
-
-func (o output) write(input string, tr *transcript.Transcript) error {
-	opt := transcript.WriteOptions{Utterance: strings.TrimSuffix(filepath.Base(input), filepath.Ext(input))}
-	if o.out == "" {
-		return transcript.Write(os.Stdout, tr, o.format, opt)
-	}
-	path := o.out
-	if o.many {
-		path = filepath.Join(o.out, opt.Utterance+"."+string(o.format))
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := transcript.Write(f, tr, o.format, opt); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func parseOutput(k *koanf.Koanf, inputs int) (output, error) {
+// parseFormat reads --format.
+func parseFormat(k *koanf.Koanf) (transcript.Format, error) {
 	f, err := transcript.ParseFormat(k.String("format"))
 	if err != nil {
-		return output{}, fmt.Errorf("%v: %w", err, errUsage)
+		return "", fmt.Errorf("%v: %w", err, errUsage)
 	}
-	o := output{format: f, out: k.String("out")}
-	if o.out != "" {
-		st, err := os.Stat(o.out)
-		o.many = inputs > 1 || (err == nil && st.IsDir())
-		if o.many {
-			if err := os.MkdirAll(o.out, 0o755); err != nil {
-				return o, err
-			}
-		}
-	}
-	return o, nil
+	return f, nil
 }
 
 func runTranscribe(ctx context.Context, args []string) error {
@@ -173,61 +136,119 @@ func runTranscribe(ctx context.Context, args []string) error {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return fmt.Errorf("need at least one AUDIO file: %w", errUsage)
+		return fmt.Errorf("need at least one AUDIO file (- for standard input): %w", errUsage)
 	}
 	k, err := loadConfig(fs, nil)
 	if err != nil {
 		return err
 	}
-	rec, out, err := openRecognizer(k, fs.NArg())
+	format, err := parseFormat(k)
+	if err != nil {
+		return err
+	}
+	src, err := newAudioSource(k)
+	if err != nil {
+		return err
+	}
+	inputs := fs.Args()
+	out, err := planOutput(format, k.String("out"), inputs, os.Stdout, src.log.note)
+	if err != nil {
+		return err
+	}
+	rec, err := openRecognizer(k)
 	if err != nil {
 		return err
 	}
 	defer rec.Close()
 	failed := 0
-	for i, path := range fs.Args() {
+	for i, path := range inputs {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		start := time.Now()
 		var st asr.Stats
-		err := transcribeOne(asr.WithStats(ctx, &st), rec, path, out)
-		progress(os.Stderr, i+1, fs.NArg(), path, st, time.Since(start), err)
+		tr, dur, err := transcribeOne(asr.WithStats(ctx, &st), rec, src, path, i+1, len(inputs))
+		if err == nil {
+			err = out.write(path, tr)
+		}
+		if !src.log.quiet || err != nil {
+			progress(os.Stderr, i+1, len(inputs), displayName(path), dur, time.Since(start), err)
+		}
 		if err != nil {
 			failed++
+			if werr := out.writeError(path, err); werr != nil {
+				return werr
+			}
 			continue
 		}
 		if k.Bool("stats") {
-			printStats(os.Stderr, path, st)
+			printStats(os.Stderr, displayName(path), st)
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d files failed", failed, fs.NArg())
+		return fmt.Errorf("%d of %d files failed", failed, len(inputs))
 	}
 	return nil
 }
 
-func transcribeOne(ctx context.Context, rec *asr.Recognizer, path string, out output) error {
-	pcm, err := audio.Load(path, rec.Manifest().SampleRate)
-	if err != nil {
-		return err
+// transcribeOne decodes and recognises one input. Audio too short for the
+// model, and audio without samples, give an empty transcript and a warning,
+// not an error; so does audio in which nothing is recognised (a warning
+// only).
+func transcribeOne(ctx context.Context, rec *asr.Recognizer, src *audioSource, path string, i, n int) (*transcript.Transcript, time.Duration, error) {
+	clip, err := src.load(path, rec.Manifest().SampleRate)
+	if errors.Is(err, audio.ErrNoSamples) {
+		src.log.warn(path, "the input holds no audio samples; the transcript is empty")
+		return &transcript.Transcript{}, 0, nil
 	}
-	tr, err := rec.Transcribe(ctx, pcm)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
-	return out.write(path, tr)
+	if d := clip.Duration(); d >= longAudio && !src.log.quiet {
+		fmt.Fprintf(os.Stderr, "[%d/%d] %s: %v of audio (%s), transcribing...\n", i, n, displayName(path), d.Round(time.Second), clip.Format)
+	}
+	if silent(clip.Samples) {
+		src.log.warn(path, fmt.Sprintf("%v of audio is silent (no sample above one 16-bit step); the transcript is empty", clip.Duration().Round(time.Millisecond)))
+		return &transcript.Transcript{Duration: clip.Duration()}, clip.Duration(), nil
+	}
+	tr, err := rec.Transcribe(ctx, clip.Samples)
+	if errors.Is(err, asr.ErrTooShort) {
+		src.log.warn(path, fmt.Sprintf("%v of audio is too short for the model (%v); the transcript is empty", clip.Duration().Round(time.Millisecond), err))
+		return &transcript.Transcript{Duration: clip.Duration()}, clip.Duration(), nil
+	}
+	if err != nil {
+		return nil, clip.Duration(), err
+	}
+	if strings.TrimSpace(tr.Text) == "" {
+		src.log.warn(path, fmt.Sprintf("no speech recognised in %v of audio (silence?); the transcript is empty", clip.Duration().Round(time.Millisecond)))
+	}
+	return tr, clip.Duration(), nil
 }
+
+// silent reports digital silence: no sample beyond one 16-bit step
+// (-90 dBFS), where a model would only hallucinate.
+func silent(x []float32) bool {
+	for _, v := range x {
+		if v > 1.0/32768 || v < -1.0/32768 {
+			return false
+		}
+	}
+	return true
+}
+
+// longAudio is the length from which transcribe says it has started on a
+// file (per-chunk progress needs a hook inside asr).
+const longAudio = time.Minute
 
 // progress reports one finished file on stderr: "[2/5] a.wav: 12.0 s of
 // audio in 0.31 s (38x real time)".
-func progress(w io.Writer, i, n int, path string, st asr.Stats, took time.Duration, err error) {
+func progress(w io.Writer, i, n int, path string, audio time.Duration, took time.Duration, err error) {
 	if err != nil {
 		fmt.Fprintf(w, "[%d/%d] %s: FAILED: %v\n", i, n, path, err)
 		return
 	}
 	fmt.Fprintf(w, "[%d/%d] %s: %.1f s of audio in %.2f s (%.0fx real time)\n", i, n, path,
-		st.Audio.Seconds(), took.Seconds(), st.Audio.Seconds()/max(took.Seconds(), 1e-9))
+		audio.Seconds(), took.Seconds(), audio.Seconds()/max(took.Seconds(), 1e-9))
 }
 
 func printStats(w io.Writer, path string, st asr.Stats) {
@@ -267,23 +288,35 @@ func runAlign(ctx context.Context, args []string) error {
 	if strings.TrimSpace(text) == "" {
 		return fmt.Errorf("need a transcript: --text or --text-file: %w", errUsage)
 	}
-	rec, out, err := openRecognizer(k, 1)
+	format, err := parseFormat(k)
+	if err != nil {
+		return err
+	}
+	src, err := newAudioSource(k)
+	if err != nil {
+		return err
+	}
+	path := fs.Arg(0)
+	out, err := planOutput(format, k.String("out"), []string{path}, os.Stdout, src.log.note)
+	if err != nil {
+		return err
+	}
+	rec, err := openRecognizer(k)
 	if err != nil {
 		return err
 	}
 	defer rec.Close()
-	path := fs.Arg(0)
-	pcm, err := audio.Load(path, rec.Manifest().SampleRate)
+	clip, err := src.load(path, rec.Manifest().SampleRate)
 	if err != nil {
 		return err
 	}
 	var st asr.Stats
-	tr, err := rec.Align(asr.WithStats(ctx, &st), pcm, text)
+	tr, err := rec.Align(asr.WithStats(ctx, &st), clip.Samples, text)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", displayName(path), err)
 	}
 	if k.Bool("stats") {
-		printStats(os.Stderr, path, st)
+		printStats(os.Stderr, displayName(path), st)
 	}
 	return out.write(path, tr)
 }

@@ -77,7 +77,7 @@ func TestLoad(t *testing.T) {
 
 func TestLoadErrors(t *testing.T) {
 	empty := writeFile(t, "empty.wav", encodeWAV(pcm(16, 1), nil))
-	bad := writeFile(t, "bad.wav", []byte("RIFF\x04\x00\x00\x00AVI "))
+	bad := writeFile(t, "bad.wav", []byte("RIFF\x04\x00\x00\x00XYZW"))
 	odd := pcm(16, 1)
 	odd.rate = 44101
 	irregular := writeFile(t, "odd.wav", encodeWAV(odd, testSamples(10)))
@@ -89,7 +89,7 @@ func TestLoadErrors(t *testing.T) {
 		{"missing", filepath.Join(t.TempDir(), "nope.wav"), 16000, "no such file"},
 		{"directory", t.TempDir(), 16000, "is not a regular file"},
 		{"no samples", empty, 16000, "empty.wav: audio: the file holds no samples"},
-		{"malformed", bad, 16000, `bad.wav: wav: RIFF form type is "AVI "`},
+		{"malformed", bad, 16000, `bad.wav: wav: RIFF form type is "XYZW"`},
 		{"bad target rate", bad, 0, "target sample rate 0 Hz out of range"},
 		{"irregular rate", irregular, 16000, "odd.wav: audio: cannot resample 44101 Hz to 16000 Hz"},
 	} {

@@ -1,6 +1,7 @@
 package audio_test
 
 import (
+	"bytes"
 	"fmt"
 	"log"
 	"math"
@@ -35,6 +36,26 @@ func ExampleDecode() {
 	}
 	fmt.Println(clip.SampleRate, "Hz,", clip.Channels, "channels,", clip.Duration())
 	// Output: 16000 Hz, 3 channels, 50ms
+}
+
+func ExampleOptions_Load() {
+	// The decoder is chosen by content: this is FLAC whatever its name.
+	clip, err := audio.Options{}.Load("testdata/parity/flac_s16_16k_mono.flac", 16000)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(clip.Format, clip.SampleRate, "Hz,", clip.Duration(), "truncated:", clip.Truncated != nil)
+
+	// Cut short, it still decodes what is there, and says what is missing.
+	b, _ := os.ReadFile("testdata/parity/flac_s16_16k_mono.flac")
+	cut, err := audio.Decode(bytes.NewReader(b[:len(b)*3/4]), -1)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(cut.Truncated.Missing > 0)
+	// Output:
+	// FLAC 16-bit 16000 Hz, 1s truncated: false
+	// true
 }
 
 func ExampleResample() {

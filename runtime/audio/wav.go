@@ -9,14 +9,13 @@ import (
 	"math"
 )
 
-// ErrTruncated is wrapped by Decode's errors for input that ends before a
-// chunk it promises (a truncated file, or a size field that lies).
-var ErrTruncated = errors.New("input ends early (truncated file or a size field that lies)")
-
 // Format tags of the fmt chunk.
 const (
 	tagPCM        = 0x0001
 	tagFloat      = 0x0003
+	tagALaw       = 0x0006
+	tagMuLaw      = 0x0007
+	tagIMAADPCM   = 0x0011
 	tagExtensible = 0xFFFE
 )
 
@@ -31,33 +30,43 @@ const streamSize = 0xFFFFFFFF
 // unknownCap bounds the up-front allocation when the input size is unknown.
 const unknownCap = 1 << 20
 
-// Decode reads a WAV stream: RIFF/WAVE, or RF64/BW64 with a ds64 chunk.
+func sniffWAV(h []byte) bool {
+	return len(h) >= 4 && (string(h[:4]) == "RIFF" || string(h[:4]) == "RF64" || string(h[:4]) == "BW64" ||
+		string(h[:4]) == "RIFX" || string(h[:4]) == "FFIR") && !(len(h) >= 12 && string(h[8:12]) == "AVI ")
+}
+
+// decodeWAV reads a WAV stream: RIFF/WAVE, or RF64/BW64 with a ds64 chunk.
 //
-// size is the number of bytes r holds (the file size): everything a header
-// claims is checked against it before anything is allocated, so a lying header
-// cannot make Decode allocate more than about 4*size bytes of samples (float32
-// per 1-byte sample). size < 0 means unknown: the sample buffer then starts
-// at no more than 4 MiB and grows with the bytes actually read. If r holds
-// fewer bytes than size, the shortfall is reported as truncation.
+// Everything a header claims is checked against the input's size before
+// anything is allocated, so a lying header cannot make it allocate more than
+// about 8 bytes of samples per input byte (float32 per 4-bit ADPCM code).
+// With the size unknown the sample buffer starts at no more than 4 MiB and
+// grows with the bytes actually read.
 //
 // Sample formats: PCM with 8 (unsigned), 16, 24 or 32-bit containers
 // (valid-bits fields below the container size are accepted: the data is
-// left-justified), IEEE float 32 and 64 bit, plain or as
-// WAVE_FORMAT_EXTENSIBLE. Other formats (ADPCM, A-law, mu-law, MP3, ...) and
-// big-endian RIFX are errors naming the format.
+// left-justified), IEEE float 32 and 64 bit, G.711 µ-law and A-law (8-bit,
+// expanded with ffmpeg's tables to 16-bit values), IMA ADPCM (4-bit, the
+// WAV block layout; a short final block decodes as ffmpeg does, and the
+// padding of the last block is kept, as ffmpeg keeps it: sox trims to the
+// fact chunk's count instead), plain or as
+// WAVE_FORMAT_EXTENSIBLE. Other format tags (Microsoft ADPCM, GSM, MP3, ...)
+// and big-endian RIFX go to ffmpeg.
 //
 // Chunks: the fmt chunk must precede the data chunk; other chunks (LIST, fact,
 // cue, bext, JUNK, ...) are skipped, honouring the pad byte after odd-sized
 // chunks; parsing stops after the first data chunk. The RIFF (or ds64) total
 // size is not trusted, since streaming writers leave it wrong; chunk sizes are.
 //
-// Size policy: a chunk that claims more bytes than remain is an error
-// wrapping ErrTruncated; nothing is decoded from a truncated data chunk. The one
-// exception is the streaming placeholder: a RIFF data chunk of size 0xFFFFFFFF
-// is read to the end of the input, whole frames only. A data size that is not
-// a whole number of frames is an error. Float samples must be finite.
-func Decode(r io.Reader, size int64) (*Clip, error) {
-	d := &decoder{r: r, left: size, known: size >= 0}
+// Size policy: a data chunk that claims more bytes than the input holds is
+// decoded as far as it goes (whole frames or blocks) and reported in
+// Clip.Truncated with the missing duration; a trailing partial frame is
+// dropped. A RIFF data chunk of size 0xFFFFFFFF (the streaming placeholder)
+// is read to the end of the input without a truncation report. A header
+// that ends early is an error wrapping ErrTruncated. Float samples must be
+// finite.
+func decodeWAV(in *input, o Options) (*Clip, error) {
+	d := &decoder{r: in, left: in.left, known: in.left >= 0, o: o}
 	if !d.known {
 		d.left = math.MaxInt64
 	}
@@ -70,15 +79,44 @@ type decoder struct {
 	known bool  // whether left is the real remaining size
 	off   int64 // offset of the next byte
 	buf   [64]byte
+	o     Options
 }
+
+// Sample encodings of a validated fmt chunk.
+const (
+	encPCM = iota
+	encFloat
+	encMuLaw
+	encALaw
+	encIMA
+)
 
 // format is a validated fmt chunk.
 type format struct {
 	channels   int
 	rate       int
-	blockAlign int
-	container  int  // bytes per sample: 1..4 for PCM, 4 or 8 for float
-	float      bool // IEEE float rather than integer PCM
+	blockAlign int // bytes per frame; per ADPCM block for encIMA
+	container  int // bytes per sample: 1..4 for PCM, 4 or 8 for float, 1 for G.711
+	enc        int
+	name       string // for Clip.Format
+}
+
+// framesIn is how many frames n bytes of data decode to.
+func (f *format) framesIn(n int64) int64 {
+	if f.enc != encIMA {
+		return n / int64(f.blockAlign)
+	}
+	full := n / int64(f.blockAlign) * imaBlockFrames(f.blockAlign, f.channels)
+	if rest := int(n % int64(f.blockAlign)); rest >= 4*f.channels {
+		full += imaBlockFrames(rest, f.channels)
+	}
+	return full
+}
+
+// imaBlockFrames is the frames of an IMA ADPCM block of n bytes (n >= 4*ch):
+// the header sample, then 8 per 4 bytes of each channel (ffmpeg's count).
+func imaBlockFrames(n, channels int) int64 {
+	return 1 + int64((n-4*channels)/(4*channels))*8
 }
 
 func (d *decoder) decode() (*Clip, error) {
@@ -93,7 +131,7 @@ func (d *decoder) decode() (*Clip, error) {
 	switch id {
 	case "RIFF", "RF64", "BW64":
 	case "RIFX", "FFIR":
-		return nil, errors.New("wav: big-endian RIFX files are not supported")
+		return nil, &needFFmpeg{"big-endian WAV (RIFX)"}
 	default:
 		return nil, fmt.Errorf("wav: not a WAV file: starts with %q, want RIFF, RF64 or BW64", hdr[:4])
 	}
@@ -225,14 +263,36 @@ func (d *decoder) readFormat(n int64) (*format, error) {
 			return nil, fmt.Errorf("wav: PCM with %d bits per sample is not supported; want 8, 16, 24 or 32", bits)
 		}
 		f.container = (bits + 7) / 8
+		f.name = fmt.Sprintf("WAV (PCM %d-bit)", bits)
+		if f.container == 1 {
+			f.name = "WAV (PCM 8-bit unsigned)"
+		}
 	case tagFloat:
 		if bits != 32 && bits != 64 {
 			return nil, fmt.Errorf("wav: IEEE float with %d bits per sample is not supported; want 32 or 64", bits)
 		}
 		f.container = bits / 8
-		f.float = true
+		f.enc = encFloat
+		f.name = fmt.Sprintf("WAV (float %d-bit)", bits)
+	case tagMuLaw, tagALaw:
+		if bits != 8 {
+			return nil, fmt.Errorf("wav: %s with %d bits per sample; want 8", tagName(tag), bits)
+		}
+		f.container, f.enc, f.name = 1, encMuLaw, "WAV (µ-law)"
+		if tag == tagALaw {
+			f.enc, f.name = encALaw, "WAV (A-law)"
+		}
+	case tagIMAADPCM:
+		if bits != 4 {
+			return nil, fmt.Errorf("wav: IMA ADPCM with %d bits per sample is not supported; want 4", bits)
+		}
+		if f.blockAlign < 4*f.channels || f.blockAlign%(4*f.channels) != 0 {
+			return nil, fmt.Errorf("wav: IMA ADPCM block align %d is not a positive multiple of 4 bytes x %d channels", f.blockAlign, f.channels)
+		}
+		f.enc, f.name = encIMA, "WAV (IMA ADPCM)"
+		return f, nil
 	default:
-		return nil, fmt.Errorf("wav: unsupported format tag 0x%04x (%s); want PCM (1), IEEE float (3) or WAVE_FORMAT_EXTENSIBLE with one of them", tag, tagName(tag))
+		return nil, &needFFmpeg{fmt.Sprintf("WAV with format tag 0x%04x (%s)", tag, tagName(tag))}
 	}
 	if valid > bits {
 		return nil, fmt.Errorf("wav: fmt chunk says %d valid bits in a %d-bit container", valid, bits)
@@ -243,90 +303,127 @@ func (d *decoder) readFormat(n int64) (*format, error) {
 	return f, nil
 }
 
-// readData decodes a data chunk of n bytes (to the end of input when stream).
+// readData decodes a data chunk of n bytes (to the end of input when
+// stream). It reads whole frames (ADPCM blocks), about 64 KiB at a time.
 func (d *decoder) readData(f *format, n int64, stream bool) (*Clip, error) {
 	ba := int64(f.blockAlign)
+	chunkOff := d.off - 8
+	claimed := n
 	if stream {
 		n = d.left
-		if d.known {
-			n -= n % ba
-		}
+	}
+	avail := min(n, d.left)
+	var capSamples int64
+	if f.enc == encIMA {
+		capSamples = f.framesIn(avail) * int64(f.channels)
 	} else {
-		if n > d.left {
-			return nil, fmt.Errorf("wav: data chunk at offset %d claims %d bytes but only %d remain: %w", d.off-8, n, d.left, ErrTruncated)
-		}
-		if n%ba != 0 {
-			return nil, fmt.Errorf("wav: data chunk size %d is not a whole number of %d-byte frames (%d channels x %d bytes)", n, ba, f.channels, f.container)
-		}
+		capSamples = avail / int64(f.container)
 	}
-	capBytes := n
 	if !d.known {
-		capBytes = min(n, unknownCap)
+		capSamples = min(capSamples, unknownCap)
 	}
-	clip := &Clip{SampleRate: f.rate, Channels: f.channels,
-		Samples: make([]float32, 0, capBytes/int64(f.container))}
-	// Read whole frames, about 64 KiB at a time.
+	out := newSamples(d.o, capSamples)
+	clip := &Clip{SampleRate: f.rate, Channels: f.channels, Format: f.name}
 	block := make([]byte, max(1, (1<<16)/ba)*ba)
-	for n > 0 {
-		want := min(int64(len(block)), n)
+	read := int64(0)
+	for read < n {
+		want := min(int64(len(block)), n-read)
 		got, err := io.ReadFull(d.r, block[:want])
 		d.off += int64(got)
 		d.left -= int64(got)
-		n -= int64(got)
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil, fmt.Errorf("wav: reading data at offset %d: %w", d.off, err)
-			}
-			if !stream {
-				return nil, fmt.Errorf("wav: data ends at offset %d, %d bytes before the end its chunk claims: %w", d.off, n, ErrTruncated)
-			}
-			got -= got % int(ba) // a stream cut mid-frame: drop the partial frame
-			n = 0
+		read += int64(got)
+		end := err != nil
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("wav: reading data at offset %d: %w", d.off, err)
 		}
-		if err := appendSamples(clip, block[:got], f); err != nil {
+		whole := got - got%int(ba)
+		if err := appendSamples(out, block[:whole], f); err != nil {
 			return nil, err
+		}
+		if rest := got - whole; rest > 0 && (end || read == n) && f.enc == encIMA && rest >= 4*f.channels {
+			if err := appendSamples(out, block[whole:got], f); err != nil { // a short final block
+				return nil, err
+			}
+		}
+		if end {
+			break
+		}
+	}
+	clip.Samples = out.buf
+	if !stream && read < claimed {
+		clip.Truncated = &Truncation{
+			Missing: frameDuration(f.framesIn(claimed)-int64(clip.Frames()), f.rate),
+			Detail:  fmt.Sprintf("wav: data chunk at offset %d claims %d bytes, the input ends after %d", chunkOff, claimed, read),
 		}
 	}
 	return clip, nil
 }
 
-// appendSamples converts whole frames in b to float32 and appends them.
-func appendSamples(c *Clip, b []byte, f *format) error {
-	first := len(c.Samples)
+// appendSamples converts whole frames (or ADPCM blocks: whole ones, or one
+// short final block) in b to float32 and appends them.
+func appendSamples(s *samples, b []byte, f *format) error {
+	first := len(s.buf)
+	var n int
 	switch {
-	case f.float && f.container == 4:
+	case f.enc == encIMA:
+		n = int(f.framesIn(int64(len(b)))) * f.channels
+	default:
+		n = len(b) / f.container
+	}
+	if err := s.room(n); err != nil {
+		return fmt.Errorf("wav: %w", err)
+	}
+	switch {
+	case f.enc == encIMA:
+		for len(b) > 0 {
+			k := min(len(b), f.blockAlign)
+			var err error
+			if s.buf, err = decodeIMABlock(s.buf, b[:k], f.channels); err != nil {
+				return err
+			}
+			b = b[k:]
+		}
+	case f.enc == encMuLaw:
+		for _, v := range b {
+			s.buf = append(s.buf, float32(muLaw[v])/(1<<15))
+		}
+	case f.enc == encALaw:
+		for _, v := range b {
+			s.buf = append(s.buf, float32(aLaw[v])/(1<<15))
+		}
+	case f.enc == encFloat && f.container == 4:
 		for k := 0; k+4 <= len(b); k += 4 {
 			v := math.Float32frombits(binary.LittleEndian.Uint32(b[k:]))
 			if err := checkFinite(float64(v), first+k/4, f.channels); err != nil {
 				return err
 			}
-			c.Samples = append(c.Samples, v)
+			s.buf = append(s.buf, v)
 		}
-	case f.float:
+	case f.enc == encFloat:
 		for k := 0; k+8 <= len(b); k += 8 {
 			v := math.Float64frombits(binary.LittleEndian.Uint64(b[k:]))
 			if err := checkFinite(v, first+k/8, f.channels); err != nil {
 				return err
 			}
-			c.Samples = append(c.Samples, float32(v))
+			s.buf = append(s.buf, float32(v))
 		}
 	case f.container == 1:
 		for _, v := range b {
-			c.Samples = append(c.Samples, (float32(v)-128)/128)
+			s.buf = append(s.buf, (float32(v)-128)/128)
 		}
 	case f.container == 2:
 		for k := 0; k+2 <= len(b); k += 2 {
-			c.Samples = append(c.Samples, float32(int16(binary.LittleEndian.Uint16(b[k:])))/(1<<15))
+			s.buf = append(s.buf, float32(int16(binary.LittleEndian.Uint16(b[k:])))/(1<<15))
 		}
 	case f.container == 3:
 		for k := 0; k+3 <= len(b); k += 3 {
 			v := int32(uint32(b[k])<<8|uint32(b[k+1])<<16|uint32(b[k+2])<<24) >> 8
-			c.Samples = append(c.Samples, float32(v)/(1<<23))
+			s.buf = append(s.buf, float32(v)/(1<<23))
 		}
 	default:
 		for k := 0; k+4 <= len(b); k += 4 {
 			v := int32(binary.LittleEndian.Uint32(b[k:]))
-			c.Samples = append(c.Samples, float32(float64(v)/(1<<31)))
+			s.buf = append(s.buf, float32(float64(v)/(1<<31)))
 		}
 	}
 	return nil

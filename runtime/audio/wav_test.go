@@ -129,6 +129,9 @@ func TestDecodeChunks(t *testing.T) {
 	}
 }
 
+// strict decodes as --strict does, without ffmpeg.
+var strict = Options{Strict: true, NoFFmpeg: true}
+
 func TestDecodeErrors(t *testing.T) {
 	x := testSamples(8)
 	good := encodeWAV(pcm(16, 2), x)
@@ -146,11 +149,12 @@ func TestDecodeErrors(t *testing.T) {
 		want      string
 		truncated bool
 	}{
-		{"empty", nil, "wav: empty input", false},
+		{"empty", nil, "audio: empty input", false},
 		{"short header", []byte("RIFF\x00\x00"), "RIFF header at offset 0 needs 12 bytes but only 6 remain", true},
-		{"not riff", []byte("OggS\x00\x00\x00\x00WAVEfmt "), `not a WAV file: starts with "OggS"`, false},
-		{"rifx", []byte("RIFX\x00\x00\x00\x00WAVE"), "big-endian RIFX", false},
-		{"not wave", []byte("RIFF\x04\x00\x00\x00AVI "), `RIFF form type is "AVI "`, false},
+		{"not riff", []byte("ABCD\x00\x00\x00\x00WAVEfmt "), `unrecognised format: starts with "ABCD`, false},
+		{"rifx", []byte("RIFX\x00\x00\x00\x00WAVE"), "big-endian WAV (RIFX): no native decoder", false},
+		{"not wave", []byte("RIFF\x04\x00\x00\x00XYZW"), `RIFF form type is "XYZW"`, false},
+		{"avi", []byte("RIFF\x04\x00\x00\x00AVI "), "AVI: no native decoder, and ffmpeg is turned off", false},
 		{"no chunks", []byte("RIFF\x04\x00\x00\x00WAVE"), "no fmt chunk", false},
 		{"no data", enc(func(s *wavSpec) { s.noData = true }), "no data chunk", false},
 		{"data before fmt", enc(func(s *wavSpec) { s.noFmt = true }), "data chunk at offset 12 comes before any fmt chunk", false},
@@ -160,23 +164,22 @@ func TestDecodeErrors(t *testing.T) {
 		{"zero channels", enc(func(s *wavSpec) { s.channels, s.blockOver = 0, 2 }), "fmt chunk says 0 channels", false},
 		{"zero rate", enc(func(s *wavSpec) { s.rate = 0 }), "sample rate 0 Hz", false},
 		{"block align", enc(func(s *wavSpec) { s.channels, s.blockOver = 3, 4 }), "wav: fmt chunk says 3 channels of 16 bits but block align is 4, want 6", false},
-		{"adpcm", enc(func(s *wavSpec) { s.tag = 2 }), "unsupported format tag 0x0002 (Microsoft ADPCM)", false},
-		{"mu-law", enc(func(s *wavSpec) { s.tag = 7 }), "0x0007 (mu-law)", false},
+		{"adpcm", enc(func(s *wavSpec) { s.tag = 2 }), "WAV with format tag 0x0002 (Microsoft ADPCM): no native decoder, and ffmpeg is turned off", false},
+		{"mu-law 16 bit", enc(func(s *wavSpec) { s.tag = 7 }), "wav: mu-law with 16 bits per sample; want 8", false},
 		{"float16", enc(func(s *wavSpec) { s.tag, s.bits, s.blockOver = tagFloat, 16, 4 }), "IEEE float with 16 bits per sample is not supported", false},
 		{"pcm 40 bit", enc(func(s *wavSpec) { s.bits, s.blockOver = 40, 10 }), "PCM with 40 bits per sample is not supported", false},
 		{"pcm 0 bit", enc(func(s *wavSpec) { s.bits, s.blockOver = 0, 2 }), "PCM with 0 bits per sample", false},
 		{"extensible bad guid", enc(func(s *wavSpec) { s.extensible, s.guid = true, make([]byte, 16) }), "sub-format GUID 00 00", false},
 		{"extensible valid bits", enc(func(s *wavSpec) { s.extensible, s.validBits = true, 20 }), "20 valid bits in a 16-bit container", false},
 		{"extensible short fmt", []byte("RIFF\x00\x00\x00\x00WAVEfmt \x12\x00\x00\x00\xfe\xff\x01\x00\x80\x3e\x00\x00\x00\x7d\x00\x00\x02\x00\x10\x00\x00\x00"), "WAVE_FORMAT_EXTENSIBLE fmt chunk has 18 bytes, want 40", false},
-		{"data claims more", enc(func(s *wavSpec) { s.dataSize = u32(1 << 30) }), "data chunk at offset 36 claims 1073741824 bytes but only 16 remain", true},
-		{"data cut short", good[:len(good)-6], "data chunk at offset 36 claims 16 bytes but only 10 remain", true},
-		{"partial frame", enc(func(s *wavSpec) { s.dataSize = u32(14) }), "data chunk size 14 is not a whole number of 4-byte frames (2 channels x 2 bytes)", false},
+		{"data claims more", enc(func(s *wavSpec) { s.dataSize = u32(1 << 30) }), "wav: data chunk at offset 36 claims 1073741824 bytes, the input ends after 16 (4h39m37.216s of audio missing): input ends early", true},
+		{"data cut short", good[:len(good)-6], "wav: data chunk at offset 36 claims 16 bytes, the input ends after 10 (125µs of audio missing): input ends early", true},
 		{"unknown chunk past end", append(append([]byte{}, good[:12]...), "LIST\xff\xff\xff\x7fxx"...), `"LIST" chunk at offset 20 claims 2147483647 bytes but only 2 remain`, true},
 		{"ds64 in riff", enc(func(s *wavSpec) { s.ds64Data = u64(8) }), "ds64 chunk at offset 12 in a RIFF (not RF64) file", false},
 		{"rf64 without ds64", enc(func(s *wavSpec) { s.riffID, s.dataSize = "RF64", u32(0xFFFFFFFF) }), "RF64 data chunk at offset 36 defers its size to a ds64 chunk, but there is none", false},
 		{"rf64 ds64 lies", enc(func(s *wavSpec) {
 			s.riffID, s.dataSize, s.ds64Data = "RF64", u32(0xFFFFFFFF), u64(1<<40)
-		}), "claims 1099511627776 bytes but only 16 remain", true},
+		}), "claims 1099511627776 bytes, the input ends after 16", true},
 		{"rf64 ds64 negative", enc(func(s *wavSpec) {
 			s.riffID, s.dataSize, s.ds64Data = "RF64", u32(0xFFFFFFFF), u64(1<<63)
 		}), "ds64 data size 9223372036854775808 does not fit", false},
@@ -186,7 +189,7 @@ func TestDecodeErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Decode(bytes.NewReader(c.in), int64(len(c.in)))
+			_, err := strict.Decode(bytes.NewReader(c.in), int64(len(c.in)))
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), c.want)
 			assert.Equal(t, c.truncated, errors.Is(err, ErrTruncated), "errors.Is(err, ErrTruncated) for %v", err)
@@ -199,14 +202,55 @@ func TestDecodeErrors(t *testing.T) {
 func TestDecodeUnknownSize(t *testing.T) {
 	s := pcm(16, 1)
 	s.dataSize = u32(1 << 30)
-	b := encodeWAV(s, testSamples(10))
-	_, err := Decode(bytes.NewReader(b), -1)
+	x := testSamples(10)
+	b := encodeWAV(s, x)
+	_, err := strict.Decode(bytes.NewReader(b), -1)
 	require.ErrorIs(t, err, ErrTruncated)
-	assert.Contains(t, err.Error(), "data ends at offset 64, 1073741804 bytes before the end its chunk claims")
+	assert.Contains(t, err.Error(), "wav: data chunk at offset 36 claims 1073741824 bytes, the input ends after 20")
+
+	clip, err := Decode(bytes.NewReader(b), -1)
+	require.NoError(t, err)
+	assert.Equal(t, decodedPCM(s, x), clip.Samples)
+	require.NotNil(t, clip.Truncated)
+	assert.Equal(t, frameDuration(1<<29-10, 16000), clip.Truncated.Missing)
 
 	_, err = Decode(bytes.NewReader(b[:30]), -1)
 	require.ErrorIs(t, err, ErrTruncated)
 	assert.Contains(t, err.Error(), "fmt chunk at offset 20: input ends after 10 of 16 bytes")
+}
+
+// TestDecodeTruncatedWAV: a WAV cut anywhere inside its data chunk decodes
+// to the whole frames before the cut, as sox and ffmpeg do, and says how
+// much is missing; strict decoding refuses it. Known and unknown sizes agree.
+func TestDecodeTruncatedWAV(t *testing.T) {
+	for _, s := range []wavSpec{pcm(16, 2), pcm(24, 1), float(32, 3), {tag: tagMuLaw, bits: 8, channels: 1, rate: 8000}} {
+		x := testSamples(s.channels * 100)
+		b := encodeWAV(s, x)
+		full, err := Decode(bytes.NewReader(b), int64(len(b)))
+		require.NoError(t, err)
+		require.Nil(t, full.Truncated)
+		ba := s.channels * s.bits / 8
+		for _, cut := range []int{44, 45, 44 + ba, 44 + 37*ba + 1, len(b) - 1} {
+			for _, size := range []int64{int64(cut), -1} {
+				clip, err := Decode(bytes.NewReader(b[:cut]), size)
+				require.NoError(t, err, "cut %d", cut)
+				frames := (cut - 44) / ba
+				assert.Equal(t, full.Samples[:frames*s.channels], clip.Samples, "cut %d", cut)
+				require.NotNil(t, clip.Truncated, "cut %d", cut)
+				assert.Equal(t, frameDuration(int64(100-frames), s.rate), clip.Truncated.Missing)
+				_, err = strict.Decode(bytes.NewReader(b[:cut]), size)
+				assert.ErrorIs(t, err, ErrTruncated)
+			}
+		}
+	}
+	// A data size that is not whole frames: the partial frame is dropped.
+	s := pcm(16, 2)
+	s.dataSize = u32(14)
+	x := testSamples(8)
+	b := encodeWAV(s, x)
+	clip, err := strict.Decode(bytes.NewReader(b), int64(len(b)))
+	require.NoError(t, err)
+	assert.Equal(t, decodedPCM(s, x)[:6], clip.Samples)
 }
 
 // TestDecodeReaderError: I/O errors other than EOF surface as such.
@@ -234,13 +278,13 @@ func TestDecodeAllocationBound(t *testing.T) {
 		size  int64
 		bound uint64
 	}{
-		{int64(len(b)), 16 << 10},        // refused before any sample buffer
+		{int64(len(b)), 160 << 10},       // read buffers, no buffer for the claim
 		{-1, 4*unknownCap + (256 << 10)}, // one capped buffer and one block
 	} {
 		var before, after goruntime.MemStats
 		goruntime.GC()
 		goruntime.ReadMemStats(&before)
-		_, err := Decode(bytes.NewReader(b), c.size)
+		_, err := strict.Decode(bytes.NewReader(b), c.size)
 		goruntime.ReadMemStats(&after)
 		require.ErrorIs(t, err, ErrTruncated)
 		assert.Less(t, after.TotalAlloc-before.TotalAlloc, c.bound, "size %d", c.size)
