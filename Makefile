@@ -13,14 +13,17 @@ export GOEXPERIMENT ?= simd
 # `make cuda-deps` extracts from Debian's nvidia-cuda-dev package.
 CUDA_ENV := CGO_CFLAGS=-I$(CURDIR)/.cache/cuda/include CGO_LDFLAGS=-L$(CURDIR)/.cache/cuda/lib
 
-.PHONY: demo test build lint bench deps ort fuzz cuda-deps build-cuda test-cuda-bin clean
+.PHONY: demo test build lint bench deps ort vad-model fuzz cuda-deps build-cuda test-cuda-bin clean
 
-## deps: Go modules and the ONNX Runtime shared library (cached under ~/.cache/edge)
-deps: ort
+## deps: Go modules, the ONNX Runtime shared library and the Silero VAD model (cached under ~/.cache/edge)
+deps: ort vad-model
 	$(GO) mod download
 
 ort:
 	@scripts/fetch-ort.sh >/dev/null
+
+vad-model:
+	@scripts/fetch-silero-vad.sh >/dev/null
 
 ## build: the edge CLI in bin/edge
 build:

@@ -1,0 +1,58 @@
+package vad
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// BenchmarkDetect measures the VAD's cost per hour of 16 kHz audio on one
+// core: one stream, ONNX Runtime with one intra-op thread (the default),
+// GOMAXPROCS 1. The clip is the speech-with-pauses fixture repeated to
+// 60 s. The "s/h" metric is the CPU seconds one hour of audio takes; run
+// with `taskset -c 0` to pin it to a single core.
+func BenchmarkDetect(b *testing.B) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	d := openTest(b, nil)
+	clip, sr := readClip(b, "plugins/vad/testdata/pauses.wav")
+	var pcm []float32
+	for len(pcm) < 60*sr {
+		pcm = append(pcm, clip...)
+	}
+	pcm = pcm[:60*sr]
+	ctx := context.Background()
+	if _, err := d.Detect(ctx, pcm, sr); err != nil { // warm up
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for b.Loop() {
+		if _, err := d.Detect(ctx, pcm, sr); err != nil {
+			b.Fatal(err)
+		}
+	}
+	per := time.Since(start).Seconds() / float64(b.N)
+	audio := float64(len(pcm)) / float64(sr)
+	b.ReportMetric(per*3600/audio, "s/h")
+	b.ReportMetric(per/float64((len(pcm)+511)/512)*1e6, "us/window")
+	b.ReportMetric(audio/per, "x_realtime")
+}
+
+// BenchmarkSegmenter measures the rules alone, per window.
+func BenchmarkSegmenter(b *testing.B) {
+	probs := make([]float32, 112500) // one hour of windows
+	for i := range probs {
+		if (i/50)%3 == 0 {
+			probs[i] = 0.9
+		} else {
+			probs[i] = 0.1
+		}
+	}
+	r := DefaultRules()
+	b.ResetTimer()
+	for b.Loop() {
+		segmentProbs(r, Rate16k, len(probs)*512, probs)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(probs)), "ns/window")
+}
