@@ -71,3 +71,34 @@ func BenchmarkSegmenter(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(probs)), "ns/window")
 }
+
+// BenchmarkDetectBatch is BenchmarkDetect for 16 clips of 30 s at once
+// (DetectBatch: one model run per window for all 16); the metrics are per
+// hour of audio, all clips counted.
+func BenchmarkDetectBatch(b *testing.B) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	d := openTest(b, nil)
+	clip, sr := readClip(b, "plugins/vad/testdata/pauses.wav")
+	clips := make([][]float32, 16)
+	for k := range clips {
+		x := make([]float32, 30*sr)
+		for i := range x {
+			x[i] = clip[(i+k*7919)%len(clip)]
+		}
+		clips[k] = x
+	}
+	ctx := context.Background()
+	if _, err := d.DetectBatch(ctx, clips, sr); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	start, cpu0 := time.Now(), cpuTime()
+	for b.Loop() {
+		if _, err := d.DetectBatch(ctx, clips, sr); err != nil {
+			b.Fatal(err)
+		}
+	}
+	audio := float64(len(clips)*len(clips[0])) / float64(sr)
+	b.ReportMetric(time.Since(start).Seconds()/float64(b.N)*3600/audio, "s/h")
+	b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N)*3600/audio, "cpu-s/h")
+}

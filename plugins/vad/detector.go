@@ -201,8 +201,8 @@ func (d *Detector) Detect(ctx context.Context, pcm []float32, sampleRate int) (*
 }
 
 // DetectBatch is Detect for several clips at once, in one model run per
-// window for all of them (about 3x the throughput of one clip per call at
-// 16 clips). Each clip is checked and segmented as Detect does; the
+// window for all of them (at 16 clips about half the CPU time per clip:
+// BenchmarkDetectBatch). Each clip is checked and segmented as Detect does; the
 // probabilities agree with Detect's within the parity tolerance (on the
 // tested CPUs, bit for bit) and the segments are the same.
 func (d *Detector) DetectBatch(ctx context.Context, clips [][]float32, sampleRate int) ([]*Result, error) {
