@@ -32,8 +32,11 @@ func segmentAt(start, end, sampleRate int) Segment {
 	}
 }
 
+// samplesToDuration is exact for the model's rates and does not overflow
+// for any stream shorter than time.Duration's 292 years.
 func samplesToDuration(n, sampleRate int) time.Duration {
-	return time.Duration(int64(n) * int64(time.Second) / int64(sampleRate))
+	sr := int64(sampleRate)
+	return time.Duration(int64(n)/sr)*time.Second + time.Duration(int64(n)%sr*int64(time.Second)/sr)
 }
 
 // EventKind says what an Event reports.

@@ -12,9 +12,7 @@ import (
 // Detect gives them for the concatenated audio. A Stream is for one
 // goroutine at a time; distinct Streams of one Detector run concurrently.
 type Stream struct {
-	d          *Detector
 	sampleRate int
-	rules      Rules
 	batch      *batch
 }
 
@@ -24,12 +22,19 @@ func (d *Detector) NewStream(sampleRate int) (*Stream, error) {
 	return d.newStream(sampleRate, d.rules)
 }
 
+// NewStreamWith starts a stream segmented with other rules than the
+// Detector's (an endpointer waiting longer for silence, say); the session
+// is still the Detector's. It fails on invalid rules.
+func (d *Detector) NewStreamWith(sampleRate int, rules Rules) (*Stream, error) {
+	return d.newStream(sampleRate, rules)
+}
+
 func (d *Detector) newStream(sampleRate int, rules Rules) (*Stream, error) {
 	b, err := d.newBatch(1, sampleRate, rules)
 	if err != nil {
 		return nil, err
 	}
-	return &Stream{d: d, sampleRate: sampleRate, rules: rules, batch: b}, nil
+	return &Stream{sampleRate: sampleRate, batch: b}, nil
 }
 
 // SampleRate is the stream's sample rate.
@@ -175,7 +180,7 @@ func (b *batch) feed(ctx context.Context, pcm [][]float32) ([][]float32, [][]Eve
 }
 
 // window runs the model on the lanes' current windows and steps the
-// segmenters. Windows of 1024 runs apart check the context.
+// segmenters. Every 1024th window (32 s of audio) checks the context.
 func (b *batch) window(ctx context.Context, probs [][]float32, full bool) error {
 	if b.segs[0].i%1024 == 1023 {
 		if err := ctx.Err(); err != nil {

@@ -421,3 +421,39 @@ func float64s(x []float32) []float64 {
 	}
 	return out
 }
+
+// A stream with its own rules segments as a Detector opened with them.
+func TestNewStreamWith(t *testing.T) {
+	r := DefaultRules()
+	r.MinSilence = 700 * time.Millisecond
+	d, other := openTest(t, nil), openTest(t, &r)
+	pcm, sr := readClip(t, "plugins/vad/testdata/pauses.wav")
+	ctx := context.Background()
+	want, err := other.Segments(ctx, pcm, sr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, _ := d.Segments(ctx, pcm, sr)
+	if len(want) >= len(def) {
+		t.Fatalf("700 ms of minimum silence gives %d segments, the default %d: want fewer", len(want), len(def))
+	}
+	s, err := d.NewStreamWith(sr, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, ev, err := s.Feed(ctx, pcm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ev2, err := s.Flush(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := appendEnds(appendEnds(nil, ev), ev2); !slices.Equal(got, want) {
+		t.Errorf("NewStreamWith: %v, want %v", got, want)
+	}
+	if _, err := d.NewStreamWith(sr, Rules{}); err == nil {
+		t.Error("NewStreamWith(zero Rules) did not fail")
+	}
+}
