@@ -13,10 +13,10 @@ export GOEXPERIMENT ?= simd
 # `make cuda-deps` extracts from Debian's nvidia-cuda-dev package.
 CUDA_ENV := CGO_CFLAGS=-I$(CURDIR)/.cache/cuda/include CGO_LDFLAGS=-L$(CURDIR)/.cache/cuda/lib
 
-.PHONY: demo test build lint bench deps ort fuzz cuda-deps build-cuda test-cuda-bin clean
+.PHONY: demo test build lint bench deps ort vad-model fuzz cuda-deps build-cuda test-cuda-bin clean
 
-## deps: Go modules and the ONNX Runtime shared library (cached under ~/.cache/edge)
-deps: ort
+## deps: Go modules, the ONNX Runtime shared library and the Silero VAD model (cached under ~/.cache/edge)
+deps: ort vad-model
 	$(GO) mod download
 
 ort:
@@ -26,6 +26,9 @@ ort:
 # checkouts, but not in git worktrees or with GOFLAGS=-buildvcs=false.
 REVISION := $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD -- 2>/dev/null || r=$$r+dirty; echo $$r; })
 LDFLAGS  := -X main.revision=$(REVISION)
+
+vad-model:
+	@scripts/fetch-silero-vad.sh >/dev/null
 
 ## build: the edge CLI in bin/edge
 build:

@@ -20,6 +20,7 @@ import (
 	_ "github.com/edgespeech/edge/plugins/dpx"
 	_ "github.com/edgespeech/edge/plugins/fbank"
 	_ "github.com/edgespeech/edge/plugins/rvq"
+	_ "github.com/edgespeech/edge/plugins/vad"
 )
 
 // command is one sub-command of edge.
