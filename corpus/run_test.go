@@ -43,7 +43,7 @@ func clip(t testing.TB, name string) string {
 }
 
 // synthManifest writes n items cut from the four words_N clips (2.8-4 s)
-// with different offsets and durations (0.6-1.2 s), each line distinct.
+// with different offsets and durations (0.5-1.1 s), each line distinct.
 func synthManifest(t testing.TB, dir string, n int) string {
 	t.Helper()
 	var b strings.Builder
@@ -51,7 +51,7 @@ func synthManifest(t testing.TB, dir string, n int) string {
 		line, _ := json.Marshal(map[string]any{
 			"audio_filepath": clip(t, fmt.Sprintf("words_%d", i%4+1)),
 			"offset":         float64((i/4)%10) / 10,
-			"duration":       0.6 + float64(i%7)/10,
+			"duration":       0.5 + float64(i%7)/10,
 			"id":             i,
 		})
 		b.Write(line)
