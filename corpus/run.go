@@ -14,7 +14,6 @@ import (
 
 	"github.com/edgespeech/edge/asr/transcript"
 	"github.com/edgespeech/edge/runtime"
-	"github.com/edgespeech/edge/runtime/audio"
 	"github.com/edgespeech/edge/runtime/model"
 	"github.com/edgespeech/edge/runtime/npy"
 )
@@ -81,6 +80,7 @@ type Config struct {
 	Events io.Writer
 
 	model string
+	cache *pcmCache
 }
 
 // Summary is what a Run did.
@@ -128,6 +128,7 @@ func (c *Config) defaults(rec Recognizer) error {
 	if rec != nil {
 		c.model = rec.Manifest().Name
 	}
+	c.cache = newPCMCache(c.Jobs + 1)
 	return nil
 }
 
@@ -276,7 +277,7 @@ func (c *Config) compute(ctx context.Context, rec Recognizer, it *Item, meta *Me
 		return nil, 0, fmt.Errorf("line %d: field \"text\" is missing or empty: align needs the transcript", it.Line)
 	}
 	rate := rec.Manifest().SampleRate
-	pcm, err := loadSegment(it, rate)
+	pcm, err := c.loadSegment(it, rate)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -348,11 +349,12 @@ func (c *Config) compute(ctx context.Context, rec Recognizer, it *Item, meta *Me
 	return extra, audio, nil
 }
 
-// loadSegment decodes the item's audio at rate and cuts [Offset,
+// loadSegment decodes the item's audio at rate (through the cache of
+// recently decoded files) and cuts [Offset,
 // Offset+Duration). A segment reaching past the end by more than 50 ms is
 // an error (the manifest and the file disagree).
-func loadSegment(it *Item, rate int) ([]float32, error) {
-	pcm, err := audio.Load(it.Audio, rate)
+func (c *Config) loadSegment(it *Item, rate int) ([]float32, error) {
+	pcm, err := c.cache.load(it.Audio, rate)
 	if err != nil {
 		return nil, fmt.Errorf("line %d: field \"audio_filepath\": %w", it.Line, err)
 	}
@@ -365,7 +367,8 @@ func loadSegment(it *Item, rate int) ([]float32, error) {
 	if lo >= len(pcm) || it.Offset+it.Duration > total+0.05 {
 		return nil, fmt.Errorf("line %d: offset %gs + duration %gs reaches past the end of %s (%.3fs)", it.Line, it.Offset, it.Duration, filepath.Base(it.Audio), total)
 	}
-	return pcm[lo:min(hi, len(pcm))], nil
+	// A copy: the cached samples are shared, the callee may scale its input in place.
+	return append([]float32(nil), pcm[lo:min(hi, len(pcm))]...), nil
 }
 
 // Problem is one item that --verify found missing or corrupt.
