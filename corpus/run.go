@@ -162,6 +162,12 @@ func Run(ctx context.Context, rec Recognizer, items []Item, cfg Config) (Summary
 			sum.Done++
 		case StatusError:
 			sum.Failed++
+		case "skipped":
+			sum.Skipped++
+		case "skipped-failed":
+			sum.Skipped++
+			sum.FailedOld++
+			status = "skipped"
 		}
 		sum.Audio += audio
 		if cfg.Events != nil {
@@ -170,31 +176,25 @@ func Run(ctx context.Context, rec Recognizer, items []Item, cfg Config) (Summary
 		}
 	}
 
-	// Resume: find what is complete before starting any work.
-	var todo []*Item
-	for _, it := range mine {
-		st, _ := cfg.check(it)
-		if st == done || (st == failed && !cfg.RetryFailed) {
-			sum.Skipped++
-			if st == failed {
-				sum.FailedOld++
-			}
-			prog.skip(it)
-			event(it, "skipped", 0)
-			continue
-		}
-		todo = append(todo, it)
-	}
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	work := make(chan *Item)
 	var fatal error
 	var fatalOnce sync.Once
 	var wg sync.WaitGroup
-	for range min(cfg.Jobs, max(len(todo), 1)) {
+	for range min(cfg.Jobs, max(len(mine), 1)) {
 		wg.Go(func() {
 			for it := range work {
+				// Resume: a complete record (checked) is kept.
+				if st, _ := cfg.check(it); st == done || (st == failed && !cfg.RetryFailed) {
+					prog.skip(it)
+					if st == failed {
+						event(it, "skipped-failed", 0)
+					} else {
+						event(it, "skipped", 0)
+					}
+					continue
+				}
 				audio, status, err := cfg.process(ctx, rec, it)
 				if err != nil {
 					if ctx.Err() == nil {
@@ -208,7 +208,7 @@ func Run(ctx context.Context, rec Recognizer, items []Item, cfg Config) (Summary
 		})
 	}
 feed:
-	for _, it := range todo {
+	for _, it := range mine {
 		select {
 		case work <- it:
 		case <-ctx.Done():
