@@ -84,5 +84,8 @@ func ShardFromEnv(index, count int, getenv func(string) string) (Shard, error) {
 		}
 	}
 	s := Shard{Index: index, Count: count}
-	return s, s.Validate()
+	if err := s.Validate(); err != nil {
+		return s, fmt.Errorf("%w (set the number of shards: --num-shards, $EDGE_NUM_SHARDS or $SLURM_ARRAY_TASK_COUNT)", err)
+	}
+	return s, nil
 }

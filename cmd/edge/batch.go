@@ -25,6 +25,10 @@ var batchKeys = []string{"manifest", "shard_index", "num_shards", "jobs", "verif
 func runBatch(ctx context.Context, args []string) error {
 	fs := newFlags("batch", batchUsage)
 	asrFlags(fs)
+	f := fs.Lookup("format")
+	f.DefValue, f.Usage = "json", "format of the word alignment files: "+formatNames()
+	_ = f.Value.Set("json")
+	fs.Lookup("out").Usage = "output directory (shared by all shards; each writes only its own files)"
 	fs.String("manifest", "", "NeMo JSON Lines manifest (audio_filepath, text, duration, offset) or lhotse cuts (.jsonl[.gz])")
 	fs.Int("shard-index", -1, "this worker's shard (default $JOB_COMPLETION_INDEX, $SLURM_ARRAY_TASK_ID - $SLURM_ARRAY_TASK_MIN, else 0)")
 	fs.Int("num-shards", -1, "number of shards (default $SLURM_ARRAY_TASK_COUNT, else 1); items go to shards by a stable hash of the item")
@@ -45,7 +49,7 @@ func runBatch(ctx context.Context, args []string) error {
 		return fmt.Errorf("%v: %w", err, errUsage)
 	}
 	file, _ := fs.GetString("config")
-	k, err := runtime.LoadConfig(runtime.ConfigSources{Defaults: map[string]any{"format": "json"}, File: file, Flags: fs,
+	k, err := runtime.LoadConfig(runtime.ConfigSources{File: file, Flags: fs,
 		Known: append(append([]string(nil), configKeys...), batchKeys...)})
 	if err != nil {
 		return err
