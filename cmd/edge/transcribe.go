@@ -16,6 +16,7 @@ import (
 
 	"github.com/edgespeech/edge/asr"
 	"github.com/edgespeech/edge/asr/transcript"
+	"github.com/edgespeech/edge/plugins/vad"
 	"github.com/edgespeech/edge/runtime"
 	"github.com/edgespeech/edge/runtime/audio"
 	"github.com/edgespeech/edge/runtime/onnx"
@@ -64,6 +65,9 @@ func modelFlags(fs *pflag.FlagSet) {
 	fs.String("ort-cuda-ep", "", "ONNX Runtime's CUDA plugin EP library, libonnxruntime_providers_cuda.so (default $"+onnx.EnvCUDAEP+")")
 	fs.String("fallback", "", "cpu: run the encoder on the CPU when the CUDA provider cannot be used (default: fail)")
 	fs.String("bind", onnx.BindDevice, "encoder I/O on --backend cuda with --execution-provider cuda: device (zero-copy) or host (round trips, for comparison)")
+	fs.Bool("vad", true, "encode only the speech Silero VAD finds (no words on silence; long audio cut at pauses); --vad=false encodes everything in fixed chunks")
+	fs.Duration("max-segment", 30*time.Second, "longest speech segment encoded at once; longer speech is split at its longest pause")
+	fs.Float64("vad-threshold", 0.5, "speech probability above which a 32 ms window is speech")
 }
 
 func formatNames() string {
@@ -80,7 +84,18 @@ func openRecognizer(k *koanf.Koanf) (*asr.Recognizer, error) {
 	if err != nil {
 		return nil, err
 	}
+	var speech *vad.Options
+	if k.Bool("vad") {
+		rules := vad.DefaultRules()
+		rules.Threshold, rules.MaxSpeech = k.Float64("vad_threshold"), k.Duration("max_segment")
+		if err := rules.Validate(); err != nil {
+			_ = backend.Close()
+			return nil, fmt.Errorf("--vad-threshold / --max-segment: %v: %w", err, errUsage)
+		}
+		speech = &vad.Options{Rules: &rules}
+	}
 	rec, err := asr.Open(modelDir(k.String("model")), asr.Options{
+		VAD:          speech,
 		ORTLib:       k.String("ort_lib"),
 		Threads:      k.Int("threads"),
 		ChunkSeconds: k.Float64("chunk_seconds"),
