@@ -139,3 +139,79 @@ func withoutSpecials(text string, m *model.Manifest) string {
 	}
 	return strings.Join(strings.Fields(text), " ")
 }
+
+// The bundled model re-packed the sherpa-onnx way (its model.onnx with the
+// normalize_type metadata sherpa-onnx needs added, and its tokens.txt; no
+// model.yaml) is detected as a sherpa-onnx NeMo CTC model and gives the
+// same words, with the same times, as the bundled model.
+func TestSherpaRepackOfBundledModel(t *testing.T) {
+	dir := t.TempDir()
+	onnxBytes, err := os.ReadFile(filepath.Join(defaultModel, "model.onnx"))
+	require.NoError(t, err)
+	// ModelProto field 14 (metadata_props) may repeat anywhere: append one
+	// entry {key: "normalize_type", value: "per_feature"}.
+	entry := append([]byte{0x0a, 14}, "normalize_type"...)
+	entry = append(append(entry, 0x12, 11), "per_feature"...)
+	onnxBytes = append(append(onnxBytes, 14<<3|2, byte(len(entry))), entry...)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "model.onnx"), onnxBytes, 0o644))
+	tokens, err := os.ReadFile(filepath.Join(defaultModel, "tokens.txt"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokens.txt"), tokens, 0o644))
+
+	repack, err := Open(dir, Options{Threads: 1})
+	require.NoError(t, err)
+	defer repack.Close()
+	m := repack.Manifest()
+	assert.Equal(t, model.FormatSherpa, m.Format)
+	assert.Equal(t, map[string]any{"preset": "parakeet-128", "layout": model.LayoutMelTime}, m.Frontend)
+	assert.Equal(t, 0.02, m.FrameStride)
+	assert.Equal(t, "\u2581", m.WordDelimiter)
+	bundled, err := Open(defaultModel, Options{Threads: 1})
+	require.NoError(t, err)
+	defer bundled.Close()
+	for _, clip := range []string{"demo", "words_1", "words_2"} {
+		pcm, _ := loadTruth(t, clip)
+		want, err := bundled.Transcribe(context.Background(), pcm)
+		require.NoError(t, err)
+		got, err := repack.Transcribe(context.Background(), pcm)
+		require.NoError(t, err)
+		assert.Equal(t, want.Text, got.Text, clip)
+		assert.Equal(t, want.Words, got.Words, clip)
+	}
+}
+
+// edge align encodes text with the model's own tokenizer: SentencePiece for
+// the NeMo export (ids as python sentencepiece gives them), upper-case
+// characters with "|" for the wav2vec2 vocabulary; letters the vocabulary
+// lacks become the wildcard.
+func TestAlignWithModelTokenizer(t *testing.T) {
+	pcm, err := audio.Load(filepath.Join(defaultModel, "testdata", "words_1.wav"), 16000)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		dir, text string
+		ids       []int
+		words     []string
+	}{
+		// python sentencepiece: "the quick" -> ▁the ▁ q u i c k
+		{"nemo", "The quick!", []int{4, 36, 61, 49, 39, 48, 58}, []string{"the", "quick"}},
+		{"sherpa", "the quick", []int{4, 36, 61, 49, 39, 48, 58}, []string{"the", "quick"}},
+		{"w2v", "the Quick", []int{6, 11, 5, 4, 30, 16, 10, 19, 26}, []string{"THE", "QUICK"}},
+		{"w2v", "naïve", []int{9, 7, 32, 25, 5}, []string{"NA*VE"}},
+	} {
+		t.Run(c.dir+" "+c.text, func(t *testing.T) {
+			r, err := Open(filepath.Join(byomData, c.dir), Options{Threads: 1})
+			require.NoError(t, err)
+			defer r.Close()
+			ids, _, err := r.tokenize(c.text)
+			require.NoError(t, err)
+			assert.Equal(t, c.ids, ids)
+			tr, err := r.Align(context.Background(), pcm, c.text)
+			require.NoError(t, err)
+			var words []string
+			for _, w := range tr.Words {
+				words = append(words, w.Text)
+			}
+			assert.Equal(t, c.words, words)
+		})
+	}
+}

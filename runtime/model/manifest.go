@@ -199,7 +199,11 @@ const maxManifestBytes = 1 << 20
 func Load(path string) (*Manifest, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		if _, err := os.Stat(filepath.Join(path, FileName)); errors.Is(err, os.ErrNotExist) {
-			return Detect(path)
+			m, err := Detect(path)
+			if err != nil {
+				return nil, fmt.Errorf("%s has no %s; detecting the export's format: %w", path, FileName, err)
+			}
+			return m, nil
 		}
 		path = filepath.Join(path, FileName)
 	}

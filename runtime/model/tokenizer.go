@@ -247,7 +247,7 @@ func ParseTokenizerJSON(b []byte) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tokenizer{ids: map[string]int{}, unk: -1, specials: map[int]bool{}, addDummyPrefix: true, collapseSpaces: false,
+	t := &Tokenizer{ids: map[string]int{}, unk: -1, specials: map[int]bool{}, addDummyPrefix: true, collapseSpaces: true,
 		fuseUnk: j.Model.FuseUnk, byteFallback: j.Model.ByteFallbck}
 	for _, a := range j.AddedTokens {
 		if a.ID < 0 || a.ID >= MaxVocabulary {
