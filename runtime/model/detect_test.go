@@ -228,7 +228,9 @@ func TestDetectErrors(t *testing.T) {
 			require.NoError(t, os.Remove(filepath.Join(dir, "onnx", "model.onnx_data")))
 		}, []string{"external data file", "model.onnx_data", "missing"}},
 		{"hf architecture", "w2v", func(t *testing.T, dir string) {
-			edit(t, filepath.Join(dir, "config.json"), func(s string) string { return strings.Replace(s, `"Wav2Vec2ForCTC"`, `"WhisperForConditionalGeneration"`, 1) })
+			edit(t, filepath.Join(dir, "config.json"), func(s string) string {
+				return strings.Replace(s, `"Wav2Vec2ForCTC"`, `"WhisperForConditionalGeneration"`, 1)
+			})
 		}, []string{"config.json architectures [WhisperForConditionalGeneration]"}},
 		{"hf vocab size", "w2v", func(t *testing.T, dir string) {
 			edit(t, filepath.Join(dir, "config.json"), func(s string) string { return strings.Replace(s, `"vocab_size": 32`, `"vocab_size": 40`, 1) })
