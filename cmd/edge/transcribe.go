@@ -34,7 +34,7 @@ func init() {
 
 // asrFlags adds the flags transcribe and align share.
 func asrFlags(fs *pflag.FlagSet) {
-	fs.String("model", "", "model directory with model.yaml (default: models/default, also next to the binary)")
+	fs.String("model", "", "model directory: a model.yaml, or an export edge detects (default: models/default, beside the binary, or PREFIX/share/edge)")
 	fs.String("format", "text", "output format: "+formatNames())
 	fs.String("out", "", "output file (one input) or directory (one file per input); default stdout")
 	fs.Int("threads", 0, "encoder threads (0: one per core)")
@@ -69,7 +69,12 @@ func openRecognizer(k *koanf.Koanf, inputs int) (*asr.Recognizer, output, error)
 	if err != nil {
 		return nil, out, err
 	}
-	rec, err := asr.Open(modelDir(k.String("model")), asr.Options{
+	dir, err := modelDir(k.String("model"))
+	if err != nil {
+		_ = backend.Close()
+		return nil, out, err
+	}
+	rec, err := asr.Open(dir, asr.Options{
 		ORTLib:       k.String("ort_lib"),
 		Threads:      k.Int("threads"),
 		ChunkSeconds: k.Float64("chunk_seconds"),
@@ -90,23 +95,12 @@ func openRecognizer(k *koanf.Koanf, inputs int) (*asr.Recognizer, output, error)
 }
 
 // modelDir resolves the model flag: given paths are used as they are; the
-// default is models/default in the working directory, else beside the
-// binary (bin/edge -> models/default).
-func modelDir(flag string) string {
+// default model is looked for where findDefaultModel says (models.go).
+func modelDir(flag string) (string, error) {
 	if flag != "" {
-		return flag
+		return flag, nil
 	}
-	const def = "models/default"
-	if _, err := os.Stat(def); err == nil {
-		return def
-	}
-	if exe, err := os.Executable(); err == nil {
-		beside := filepath.Join(filepath.Dir(exe), "..", def)
-		if _, err := os.Stat(beside); err == nil {
-			return beside
-		}
-	}
-	return def
+	return findDefaultModel()
 }
 
 // output says where one input's transcript goes.
