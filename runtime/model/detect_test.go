@@ -2,6 +2,7 @@ package model
 
 import (
 	"archive/tar"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,6 +169,29 @@ func TestDetectVariants(t *testing.T) {
 		assert.Equal(t, "tiny.nemo#a1b2c3d4e5f64789abcdef0123456789_tokenizer.model", m.Vocabulary)
 		assert.Equal(t, 65, m.Vocab.Len())
 		assert.NotNil(t, m.Tok)
+	})
+	t.Run("nemo character model", func(t *testing.T) {
+		dir := copyDir(t, filepath.Join(testdata, "nemo"))
+		var chars []string
+		for _, r := range " abcdefghijklmnopqrstuvwxyz'àáâãäåæçèéêëìíîïðñòóôõöøùúûüýþÿāăąćĉ" {
+			chars = append(chars, fmt.Sprintf("%q", string(r)))
+		}
+		require.Len(t, chars, 64)
+		edit(t, filepath.Join(dir, "model_config.yaml"), func(s string) string {
+			i, j := strings.Index(s, "tokenizer:"), strings.Index(s, "preprocessor:")
+			s = s[:i] + s[j:]
+			k := strings.Index(s, "  vocabulary:")
+			end := strings.Index(s[k:], "\ntarget:")
+			return s[:k] + "  vocabulary: [" + strings.Join(chars, ", ") + "]" + s[k+end:]
+		})
+		m, err := Load(dir)
+		require.NoError(t, err)
+		assert.Equal(t, "model_config.yaml", m.Vocabulary)
+		assert.Equal(t, " ", m.WordDelimiter)
+		assert.Equal(t, 64, m.BlankID)
+		assert.Nil(t, m.Tok)
+		tok, _ := m.Vocab.Token(64)
+		assert.Equal(t, "<blk>", tok)
 	})
 	t.Run("preprocessor_config.json", func(t *testing.T) {
 		dir := copyDir(t, filepath.Join(testdata, "w2v"))
