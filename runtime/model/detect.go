@@ -169,6 +169,18 @@ func (d *detector) pickONNX(candidates ...string) error {
 		}
 	}
 	d.onnx = info
+	if len(info.ExternalData) > 0 {
+		d.m.Notes = append(d.m.Notes, fmt.Sprintf("%s keeps its weights in %s beside it", found[0], strings.Join(info.ExternalData, ", ")))
+	}
+	if info.QuantOps > 0 {
+		d.m.Notes = append(d.m.Notes, fmt.Sprintf("%s is a quantised graph (%d quantisation operators): it runs as it is", found[0], info.QuantOps))
+	}
+	for _, t := range append(append([]TensorInfo{}, info.Inputs...), info.Outputs...) {
+		if t.Elem == ElemFloat16 {
+			d.m.Notes = append(d.m.Notes, fmt.Sprintf("%s is a float16 graph: edge casts its input and output at the boundary", found[0]))
+			break
+		}
+	}
 	d.m.Encoder.File = found[0]
 	d.set("encoder.file", "the ONNX file found"+note)
 	return nil
