@@ -13,7 +13,7 @@ export GOEXPERIMENT ?= simd
 # `make cuda-deps` extracts from Debian's nvidia-cuda-dev package.
 CUDA_ENV := CGO_CFLAGS=-I$(CURDIR)/.cache/cuda/include CGO_LDFLAGS=-L$(CURDIR)/.cache/cuda/lib
 
-.PHONY: demo test build lint bench deps ort vad-model fuzz cuda-deps build-cuda test-cuda-bin clean
+.PHONY: demo test build install lint bench deps ort vad-model fuzz cuda-deps build-cuda test-cuda-bin clean
 
 ## deps: Go modules, the ONNX Runtime shared library and the Silero VAD model (cached under ~/.cache/edge)
 deps: ort vad-model
@@ -33,6 +33,15 @@ vad-model:
 ## build: the edge CLI in bin/edge
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/edge ./cmd/edge
+
+## install: bin/edge to $(PREFIX)/bin and the default model to $(PREFIX)/share/edge/models/default,
+## where an installed (or copied) binary finds it; DESTDIR is honoured
+PREFIX ?= /usr/local
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/edge/models/default
+	install -m 755 $(BIN)/edge $(DESTDIR)$(PREFIX)/bin/edge
+	install -m 644 models/default/model.yaml models/default/model.onnx models/default/tokens.txt \
+	  models/default/README.md $(DESTDIR)$(PREFIX)/share/edge/models/default/
 
 ## demo: transcribe the bundled clip with the bundled default model
 demo: deps build

@@ -135,6 +135,8 @@ func Open(modelPath string, opt Options) (*Recognizer, error) {
 			FrameStride:         time.Duration(m.FrameStride * float64(time.Second)),
 			WordDelimiter:       m.WordDelimiter,
 			SentencePieceMarker: m.SentencePieceMarker,
+			Special:             m.Specials(),
+			FrameOffset:         time.Duration(m.FrameOffset * float64(time.Second)),
 		},
 	}
 	r.backend = opt.Backend

@@ -68,7 +68,11 @@ func runBatch(ctx context.Context, args []string) error {
 	cfg := corpus.Config{Mode: mode, Out: k.String("out"), Shard: shard, Jobs: k.Int("jobs"),
 		Emissions: k.Bool("emissions"), RetryFailed: k.Bool("retry_failed"), ProgressEvery: k.Duration("progress_every")}
 	if k.Bool("verify") {
-		m, err := model.Load(modelDir(k.String("model")))
+		dir, err := modelDir(k.String("model"))
+		if err != nil {
+			return err
+		}
+		m, err := model.Load(dir)
 		if err != nil {
 			return err
 		}

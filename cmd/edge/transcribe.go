@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -55,7 +54,7 @@ func asrFlags(fs *pflag.FlagSet) {
 
 // modelFlags adds the flags that say which model runs where.
 func modelFlags(fs *pflag.FlagSet) {
-	fs.String("model", "", "model directory with model.yaml (default: models/default, also next to the binary)")
+	fs.String("model", "", "model directory: a model.yaml, or an export edge detects (default: models/default, beside the binary, or PREFIX/share/edge)")
 	fs.Int("threads", 0, "encoder threads (0: one per core)")
 	fs.String("ort-lib", "", "ONNX Runtime library (default $EDGE_ORT_LIB, then the cache of scripts/fetch-ort.sh)")
 	fs.String("config", "", "YAML config file (layered: file < EDGE_* env < flags)")
@@ -94,7 +93,12 @@ func openRecognizer(k *koanf.Koanf) (*asr.Recognizer, error) {
 		}
 		speech = &vad.Options{Rules: &rules}
 	}
-	rec, err := asr.Open(modelDir(k.String("model")), asr.Options{
+	dir, err := modelDir(k.String("model"))
+	if err != nil {
+		_ = backend.Close()
+		return nil, err
+	}
+	rec, err := asr.Open(dir, asr.Options{
 		VAD:          speech,
 		ORTLib:       k.String("ort_lib"),
 		Threads:      k.Int("threads"),
@@ -116,23 +120,12 @@ func openRecognizer(k *koanf.Koanf) (*asr.Recognizer, error) {
 }
 
 // modelDir resolves the model flag: given paths are used as they are; the
-// default is models/default in the working directory, else beside the
-// binary (bin/edge -> models/default).
-func modelDir(flag string) string {
+// default model is looked for where findDefaultModel says (models.go).
+func modelDir(flag string) (string, error) {
 	if flag != "" {
-		return flag
+		return flag, nil
 	}
-	const def = "models/default"
-	if _, err := os.Stat(def); err == nil {
-		return def
-	}
-	if exe, err := os.Executable(); err == nil {
-		beside := filepath.Join(filepath.Dir(exe), "..", def)
-		if _, err := os.Stat(beside); err == nil {
-			return beside
-		}
-	}
-	return def
+	return findDefaultModel()
 }
 
 // parseFormat reads --format.

@@ -154,6 +154,12 @@ func Open(path string, opts Options) (*Encoder, error) {
 	if e.provider == "" {
 		e.provider = ProviderCPU
 	}
+	f16 := sig.f16In || sig.f16Out
+	if f16 {
+		// fp16 graphs run through the IoBinding, which takes and gives
+		// float16 tensors; Run casts at the boundary on the host.
+		opts.Bind = true
+	}
 	e.sess, e.ep, err = newSession(onnxPath, inNames, outNames, opts)
 	if err != nil && opts.Fallback == FallbackCPU && e.provider != ProviderCPU {
 		e.fallback, e.provider = err, ProviderCPU
@@ -172,6 +178,9 @@ func Open(path string, opts Options) (*Encoder, error) {
 		if err := e.openBinding(opts.Device); err != nil {
 			_ = e.Close()
 			return nil, err
+		}
+		if f16 {
+			e.outInfo = e.cpuInfo // ORT copies the output to the host for the cast
 		}
 	}
 	return e, nil

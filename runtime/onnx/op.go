@@ -13,7 +13,8 @@ func init() {
 		Name: "encoder",
 		Doc: "Runs a CTC acoustic model (ONNX) with ONNX Runtime: features or raw waveform in, " +
 			"CTC log-probabilities out. The model, its tensor names and layout come from a model.yaml " +
-			"manifest (or a bare .onnx file's own signature); the session is built once per op.",
+			"manifest, a detected NeMo / sherpa-onnx / Hugging Face export, or a bare .onnx file's own signature; " +
+			"the session is built once per op.",
 		Inputs: []runtime.TensorSpec{
 			{Name: model.InputFeatures, DTypes: []runtime.DType{runtime.F32}, Dims: []string{"B", "F", "T"}, Optional: true,
 				Doc: "log-mel features [B,n_mels,T] (frontend layout mel_time) or [B,T,n_mels] (time_mel), for spectrogram models"},
@@ -29,7 +30,7 @@ func init() {
 				Doc: "valid output frames per item"},
 		},
 		Params: []runtime.ParamSpec{
-			{Name: "model", Kind: runtime.String, Doc: "model directory (with model.yaml), model.yaml, or .onnx file"},
+			{Name: "model", Kind: runtime.String, Doc: "model directory (with model.yaml, or an export edge detects), model.yaml, or .onnx file"},
 			{Name: "execution_provider", Kind: runtime.String, Default: ProviderCPU, Enum: []string{ProviderCPU, ProviderCUDA, ProviderTensorRT},
 				Doc: "ONNX Runtime execution provider"},
 			{Name: "device", Kind: runtime.Int, Default: 0, Doc: "GPU ordinal for cuda and tensorrt"},
