@@ -19,10 +19,9 @@ import (
 	"time"
 
 	"github.com/edgespeech/edge/asr/transcript"
+	"github.com/edgespeech/edge/plugins/vad"
 	"github.com/edgespeech/edge/runtime"
 	"github.com/edgespeech/edge/runtime/model"
-
-	"github.com/edgespeech/edge/plugins/vad"
 
 	_ "github.com/edgespeech/edge/plugins/fbank" // the "fbank" op
 	_ "github.com/edgespeech/edge/runtime/onnx"  // the "encoder" op
