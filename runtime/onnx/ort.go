@@ -6,7 +6,8 @@
 // is found, in order, at the path the caller configures (the config key
 // ort_lib), at $EDGE_ORT_LIB, or in the cache that scripts/fetch-ort.sh
 // fills: ${XDG_CACHE_HOME:-~/.cache}/edge/onnxruntime/<ORTVersion>/linux-<arch>/libonnxruntime.so.
-// onnxruntime_go v1.27.0 needs ONNX Runtime >= 1.24 (C API version 24).
+// onnxruntime_go v1.27.0 needs ONNX Runtime >= 1.24 (C API version 24,
+// MinVersion): Init refuses an older library with an error naming its version.
 package onnx
 
 import (
@@ -15,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -111,13 +111,12 @@ func Init(library string) error {
 	if err != nil {
 		return err
 	}
+	if _, err := LibraryVersion(path); err != nil {
+		return err
+	}
 	ort.SetSharedLibraryPath(path)
 	// Errors reach the caller through the API; ORT's own log stays quiet.
 	if err := ort.InitializeEnvironment(ort.WithLogLevelFatal()); err != nil {
-		msg := err.Error()
-		if strings.Contains(msg, "ORT API base") {
-			return fmt.Errorf("ONNX Runtime library %s is older than 1.24 (onnxruntime_go needs C API version 24): %w; run %s", path, err, FetchCommand)
-		}
 		return fmt.Errorf("loading ONNX Runtime library %s: %w", path, err)
 	}
 	env.library = path
