@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/edgespeech/edge/runtime"
 )
 
 func TestParseProfile(t *testing.T) {
@@ -47,11 +49,11 @@ func TestTensorRTProviderOptions(t *testing.T) {
 		"trt_fp16_enable":         "1",
 		"trt_engine_cache_enable": "1", "trt_engine_cache_path": filepath.Join(dir, "engines"),
 		"trt_timing_cache_enable": "1", "trt_timing_cache_path": filepath.Join(dir, "timing"),
-		"trt_max_workspace_size":  "1073741824",
-		"trt_profile_min_shapes":  "audio_signal:1x80x100,length:1",
-		"trt_profile_opt_shapes":  "audio_signal:1x80x1500,length:1",
-		"trt_profile_max_shapes":  "audio_signal:4x80x3000,length:4",
-		"user_compute_stream":     "2748", "has_user_compute_stream": "1",
+		"trt_max_workspace_size": "1073741824",
+		"trt_profile_min_shapes": "audio_signal:1x80x100,length:1",
+		"trt_profile_opt_shapes": "audio_signal:1x80x1500,length:1",
+		"trt_profile_max_shapes": "audio_signal:4x80x3000,length:4",
+		"user_compute_stream":    "2748", "has_user_compute_stream": "1",
 	}, got)
 	assert.DirExists(t, filepath.Join(dir, "engines"))
 	assert.DirExists(t, filepath.Join(dir, "timing"))
@@ -92,10 +94,10 @@ func TestCUDAProviderOptions(t *testing.T) {
 // supported (they cannot be produced without a GPU build here).
 func TestExplainProviderError(t *testing.T) {
 	for msg, want := range map[string]string{
-		"libnvinfer.so.10: cannot open shared object file: No such file or directory":                               "TensorRT (libnvinfer.so.10",
+		"libnvinfer.so.10: cannot open shared object file: No such file or directory":                                  "TensorRT (libnvinfer.so.10",
 		"Failed to load library libonnxruntime_providers_tensorrt.so with error: libnvinfer_plugin.so.10: cannot open": "TensorRT's plugin library",
-		"libcudnn.so.9: cannot open shared object file":                                                                 "cuDNN",
-		"Failed to load library libonnxruntime_providers_cuda.so with error: libcublasLt.so.12: cannot open":          "CUDA provider library",
+		"libcudnn.so.9: cannot open shared object file":                                                                "cuDNN",
+		"Failed to load library libonnxruntime_providers_cuda.so with error: libcublasLt.so.12: cannot open":           "CUDA provider library",
 		"[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for ConvInteger":                  "operator the provider cannot run",
 	} {
 		err := explainProviderError(ProviderTensorRT, errors.New(msg))
@@ -127,4 +129,24 @@ func TestBuiltinProvidersOnCPUBuild(t *testing.T) {
 		assert.ErrorContains(t, e.Fallback(), "execution_provider="+p)
 		require.NoError(t, e.Close())
 	}
+}
+
+func TestTensorRTOpParams(t *testing.T) {
+	spec, err := runtime.Lookup("encoder")
+	require.NoError(t, err)
+	p, err := runtime.ResolveParams("encoder", spec.Params, map[string]any{
+		"model": "testdata/nemo", "execution_provider": ProviderTensorRT, "trt_fp16": true,
+		"trt_engine_cache": "/c/engines", "trt_timing_cache": "/c/timing", "trt_profile": "100,1500,3000",
+		"trt_max_batch": 2, "trt_workspace_mb": 1024, "trt_no_cuda": true,
+	})
+	require.NoError(t, err)
+	_, opts, err := optionsFromParams(p)
+	require.NoError(t, err)
+	assert.Equal(t, TensorRTOptions{FP16: true, EngineCacheDir: "/c/engines", TimingCacheDir: "/c/timing",
+		Profile: [3]int{100, 1500, 3000}, MaxBatch: 2, WorkspaceBytes: 1 << 30, NoCUDA: true}, opts.TensorRT)
+
+	p, err = runtime.ResolveParams("encoder", spec.Params, map[string]any{"model": "m", "trt_profile": "3,2,1"})
+	require.NoError(t, err)
+	_, _, err = optionsFromParams(p)
+	assert.ErrorContains(t, err, "min <= opt <= max")
 }
