@@ -11,9 +11,15 @@
 # golden files (made on amd64) within the tolerances those tests document, so
 # a pass means arm64 equals amd64 within them.
 #
-# -race is off: the race detector's arm64 runtime needs a 48-bit address
-# space layout that qemu-user does not give it (ThreadSanitizer fails to map
-# its shadow memory).
+# -race is off: under qemu-user the race detector stops at start with
+# "FATAL: ThreadSanitizer: unsupported VMA range ... Found 39 - Supported 48"
+# (qemu gives a 39-bit address space; TSan on arm64 needs 48 bits).
+#
+# Every test of every package runs, except in asr, where the concurrency and
+# heap-growth tests (arch-independent Go properties, minutes under emulation)
+# are left to `make test`: its end-to-end tests (the bundled model
+# transcribing and aligning the demo clips, long audio in chunks, the match
+# with the training pipeline) and the rest run ($EDGE_ARM64_ASR_RUN).
 #
 # Needs gcc-aarch64-linux-gnu, libc6-dev-arm64-cross and qemu-user-static
 # (Debian packages; .ci/run installs them). Usage: scripts/test-arm64.sh [PKG...]
@@ -38,6 +44,7 @@ if [[ $# -gt 0 ]]; then
 else
 	mapfile -t pkgs < <(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...)
 fi
+declare -A runs=([github.com/edgespeech/edge/asr]=${EDGE_ARM64_ASR_RUN:-'^(TestDefaultModel|TestTranscribeAndAlignRun|TestEmissionsChunking|TestAlignErrors|TestNumberWords|TestNormalize|TestDeviceDecodeFlow|TestFromAlignment)'})
 fail=0
 for pkg in "${pkgs[@]}"; do
 	name=$(echo "${pkg#github.com/edgespeech/edge/}" | tr / _)
@@ -45,7 +52,7 @@ for pkg in "${pkgs[@]}"; do
 	go test -c -o "$out/$name.test" "$pkg"
 	start=$(date +%s)
 	# shellcheck disable=SC2086
-	if (cd "$dir" && qemu-aarch64-static -L "$sysroot" "$out/$name.test" -test.count=1 ${EDGE_ARM64_TEST_ARGS:-}) >"$out/$name.log" 2>&1; then
+	if (cd "$dir" && qemu-aarch64-static -L "$sysroot" "$out/$name.test" -test.count=1 -test.run "${runs[$pkg]:-.}" ${EDGE_ARM64_TEST_ARGS:-}) >"$out/$name.log" 2>&1; then
 		echo "ok   $pkg (arm64, qemu) $(($(date +%s) - start))s"
 	else
 		echo "FAIL $pkg (arm64, qemu) $(($(date +%s) - start))s"
