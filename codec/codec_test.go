@@ -158,7 +158,9 @@ func TestBadCodecDir(t *testing.T) {
 		damage func(dir string) error
 	}{
 		{"truncated safetensors", func(d string) error { return os.WriteFile(filepath.Join(d, WeightsFile), orig[:len(orig)/2], 0o644) }},
-		{"garbage safetensors", func(d string) error { return os.WriteFile(filepath.Join(d, WeightsFile), []byte("not a safetensors file"), 0o644) }},
+		{"garbage safetensors", func(d string) error {
+			return os.WriteFile(filepath.Join(d, WeightsFile), []byte("not a safetensors file"), 0o644)
+		}},
 		{"missing config", func(d string) error { return os.Remove(filepath.Join(d, ConfigFile)) }},
 		{"missing encoder", func(d string) error { return os.Remove(filepath.Join(d, EncoderFile)) }},
 		{"other family", func(d string) error {
