@@ -2,7 +2,9 @@
 
 Run on a host with torch + transformers + onnx + onnxruntime (the GPU host):
 
-    python3 scripts/golden/codec.py OUTDIR
+    python3 scripts/golden/codec.py OUTDIR                 # tiny seeded codecs + goldens
+    python3 scripts/golden/codec.py export HF_DIR OUTDIR   # a published EnCodec checkpoint
+                                                           # (e.g. facebook/encodec_24khz) as a codec dir
 
 For each family (encodec, mimi) it writes OUTDIR/<family>/ as a codec directory:
   config.json + model.safetensors  the Hugging Face checkpoint as save_pretrained writes it
@@ -22,7 +24,7 @@ import torch
 
 torch.backends.cudnn.allow_tf32 = False
 torch.backends.cuda.matmul.allow_tf32 = False
-OUT = sys.argv[1]
+OUT = sys.argv[-1]
 RATE = 24000
 CLIP_LENS = [12000, 8501, 4800]
 SEEDS = range(12)
@@ -265,5 +267,27 @@ def main():
             print(k, v)
 
 
+def export_checkpoint(src, dst):
+    """Writes dst as a codec directory from the transformers EnCodec checkpoint src."""
+    from transformers import EncodecModel
+    m = EncodecModel.from_pretrained(src).eval().requires_grad_(False)
+    os.makedirs(dst, exist_ok=True)
+    m.save_pretrained(dst, safe_serialization=True)
+    rate = m.config.sampling_rate
+    g = np.random.default_rng(0)
+    xs = [(0.1 * g.standard_normal(n)).astype(np.float32)[None, None] for n in (rate, rate // 2 + 17)]
+    report = {}
+    with torch.no_grad():
+        export(Enc(m.encoder), torch.from_numpy(xs[0]), os.path.join(dst, "encoder.onnx"), "pcm", "latents",
+               {0: "B", 2: "N"}, {0: "B", 2: "T"}, m.encoder, xs, report, "encoder")
+        zs = [m.encoder(torch.from_numpy(x)).numpy() for x in xs]
+        export(Enc(m.decoder), torch.from_numpy(zs[0]), os.path.join(dst, "decoder.onnx"), "latents", "pcm",
+               {0: "B", 2: "T"}, {0: "B", 2: "N"}, m.decoder, zs, report, "decoder")
+    print(json.dumps(report, indent=1, default=str))
+
+
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 4 and sys.argv[1] == "export":
+        export_checkpoint(sys.argv[2], sys.argv[3])
+    else:
+        main()
