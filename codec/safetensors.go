@@ -1,9 +1,11 @@
 package codec
 
 import (
+	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"sort"
@@ -143,4 +145,75 @@ func (s safeTensors) f32(name string, shape ...int) ([]float32, []int, error) {
 		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.data[4*i:]))
 	}
 	return v, t.Shape, nil
+}
+
+// CodesTensor is one named int32 tensor for WriteSafetensors.
+type CodesTensor struct {
+	Name  string
+	Shape []int
+	Data  []int32
+}
+
+// WriteSafetensors writes int32 tensors (in the given order) and string
+// metadata as a safetensors file.
+func WriteSafetensors(w io.Writer, tensors []CodesTensor, meta map[string]string) error {
+	header := map[string]any{}
+	if len(meta) > 0 {
+		header["__metadata__"] = meta
+	}
+	off := 0
+	for _, t := range tensors {
+		n := 1
+		for _, d := range t.Shape {
+			n *= d
+		}
+		if n != len(t.Data) {
+			return fmt.Errorf("tensor %q: %d values for shape %v", t.Name, len(t.Data), t.Shape)
+		}
+		if _, dup := header[t.Name]; dup || t.Name == "__metadata__" {
+			return fmt.Errorf("tensor name %q given twice or reserved", t.Name)
+		}
+		header[t.Name] = map[string]any{"dtype": "I32", "shape": t.Shape, "data_offsets": []int{off, off + 4*n}}
+		off += 4 * n
+	}
+	h, err := json.Marshal(header)
+	if err != nil {
+		return err
+	}
+	for len(h)%8 != 0 { // the format pads the header with spaces to 8-byte alignment
+		h = append(h, ' ')
+	}
+	bw := bufio.NewWriter(w)
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(len(h)))
+	bw.Write(b[:])
+	bw.Write(h)
+	for _, t := range tensors {
+		for _, v := range t.Data {
+			binary.LittleEndian.PutUint32(b[:4], uint32(v))
+			bw.Write(b[:4])
+		}
+	}
+	return bw.Flush()
+}
+
+// ReadCodesSafetensors reads back the int32 tensors of a file written by
+// WriteSafetensors (checked like any safetensors file), by name.
+func ReadCodesSafetensors(path string) (map[string]CodesTensor, error) {
+	st, err := readSafetensors(path)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]CodesTensor, len(st))
+	for name, t := range st {
+		if t.DType != "I32" {
+			return nil, fmt.Errorf("%s: tensor %q is %s, want I32 codes", path, name, t.DType)
+		}
+		v := make([]int32, len(t.data)/4)
+		for i := range v {
+			v[i] = int32(binary.LittleEndian.Uint32(t.data[4*i:]))
+		}
+		out[name] = CodesTensor{Name: name, Shape: t.Shape, Data: v}
+	}
+	return out, nil
 }

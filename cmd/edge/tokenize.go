@@ -18,8 +18,8 @@ import (
 )
 
 const (
-	tokenizeUsage   = "--codec DIR [--bandwidth KBPS | --codebooks N] [--format npy|jsonl] --out DIR AUDIO..."
-	detokenizeUsage = "--codec DIR CODES.npy --out AUDIO.wav"
+	tokenizeUsage   = "--codec DIR [--bandwidth KBPS | --codebooks N] [--format npy|jsonl|safetensors] --out DIR AUDIO..."
+	detokenizeUsage = "--codec DIR CODES.npy|CODES.safetensors [--name NAME] --out AUDIO.wav"
 )
 
 func init() {
@@ -46,7 +46,7 @@ func runTokenize(ctx context.Context, args []string) error {
 	codecFlags(fs)
 	bandwidth := fs.Float64("bandwidth", 0, "target bandwidth in kbps, one of the codec's target_bandwidths (picks the number of codebooks as transformers does)")
 	stages := fs.Int("codebooks", 0, "number of codebooks (RVQ stages) to keep; 0: all, or what --bandwidth gives")
-	format := fs.String("format", "npy", "npy: OUT/<name>.npy int32 [Q, T] per input; jsonl: one OUT/codes.jsonl, a line per input")
+	format := fs.String("format", "npy", "npy: OUT/<name>.npy int32 [Q, T] per input; jsonl: one OUT/codes.jsonl, a line per input; safetensors: one OUT/codes.safetensors, a tensor <name> per input")
 	out := fs.String("out", "", "output directory")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -55,8 +55,8 @@ func runTokenize(ctx context.Context, args []string) error {
 	if dir == "" || *out == "" || fs.NArg() == 0 {
 		return fmt.Errorf("need --codec DIR, --out DIR and at least one AUDIO file: %w", errUsage)
 	}
-	if *format != "npy" && *format != "jsonl" {
-		return fmt.Errorf("unknown --format %q (want npy or jsonl): %w", *format, errUsage)
+	if *format != "npy" && *format != "jsonl" && *format != "safetensors" {
+		return fmt.Errorf("unknown --format %q (want npy, jsonl or safetensors): %w", *format, errUsage)
 	}
 	if *bandwidth != 0 && *stages != 0 {
 		return fmt.Errorf("give --bandwidth or --codebooks, not both: %w", errUsage)
@@ -94,6 +94,7 @@ func runTokenize(ctx context.Context, args []string) error {
 		defer f.Close()
 		lines = bufio.NewWriter(f)
 	}
+	var shard []codec.CodesTensor
 	for i, in := range fs.Args() {
 		pcm, err := audio.Load(in, c.SampleRate())
 		if err != nil {
@@ -102,6 +103,10 @@ func runTokenize(ctx context.Context, args []string) error {
 		codes, frames, err := c.Encode(ctx, pcm, q)
 		if err != nil {
 			return fmt.Errorf("%s: %w", in, err)
+		}
+		if *format == "safetensors" {
+			shard = append(shard, codec.CodesTensor{Name: names[i], Shape: []int{q, frames}, Data: codes})
+			continue
 		}
 		if lines == nil {
 			t, err := runtime.FromSlice(runtime.I32, runtime.Shape{q, frames}, codes)
@@ -129,6 +134,10 @@ func runTokenize(ctx context.Context, args []string) error {
 	if lines != nil {
 		return lines.Flush()
 	}
+	if shard != nil {
+		meta := map[string]string{"codec": c.Family(), "sample_rate": fmt.Sprint(c.SampleRate()), "layout": "codes [Q, T] int32 per input"}
+		return writeFile(filepath.Join(*out, "codes.safetensors"), func(w io.Writer) error { return codec.WriteSafetensors(w, shard, meta) })
+	}
 	return nil
 }
 
@@ -137,6 +146,7 @@ func runDetokenize(ctx context.Context, args []string) error {
 	fs := newFlags("detokenize", detokenizeUsage)
 	codecFlags(fs)
 	out := fs.String("out", "", "output WAV file (32-bit float, mono, the codec's rate)")
+	name := fs.String("name", "", "tensor to decode from a codes.safetensors shard (default: its only tensor)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -144,27 +154,9 @@ func runDetokenize(ctx context.Context, args []string) error {
 	if dir == "" || *out == "" || fs.NArg() != 1 {
 		return fmt.Errorf("need --codec DIR, --out FILE and one CODES file: %w", errUsage)
 	}
-	t, err := npy.ReadFile(fs.Arg(0))
+	sh, codes, err := readCodes(fs.Arg(0), *name)
 	if err != nil {
 		return err
-	}
-	sh := t.Shape()
-	if len(sh) != 2 {
-		return fmt.Errorf("%s has shape %v, want codes [Q, T]", fs.Arg(0), sh)
-	}
-	var codes []int32
-	switch t.DType() {
-	case runtime.I32:
-		codes = t.I32()
-	case runtime.I64:
-		for _, v := range t.I64() {
-			if v < math.MinInt32 || v > math.MaxInt32 {
-				return fmt.Errorf("%s: code %d out of range", fs.Arg(0), v)
-			}
-			codes = append(codes, int32(v))
-		}
-	default:
-		return fmt.Errorf("%s is %v, want int32 or int64 codes", fs.Arg(0), t.DType())
 	}
 	c, err := openCodec(fs)
 	if err != nil {
@@ -176,6 +168,52 @@ func runDetokenize(ctx context.Context, args []string) error {
 		return fmt.Errorf("%s: %w", fs.Arg(0), err)
 	}
 	return writeFile(*out, func(w io.Writer) error { return writeFloatWAV(w, pcm, c.SampleRate()) })
+}
+
+// readCodes reads codes [Q, T] from an .npy file (int32 or int64) or one
+// tensor of a safetensors shard.
+func readCodes(path, name string) ([]int, []int32, error) {
+	if filepath.Ext(path) == ".safetensors" {
+		ts, err := codec.ReadCodesSafetensors(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		if name == "" && len(ts) == 1 {
+			for n := range ts {
+				name = n
+			}
+		}
+		t, ok := ts[name]
+		if !ok {
+			return nil, nil, fmt.Errorf("%s has no tensor %q (it has %d; name one with --name)", path, name, len(ts))
+		}
+		if len(t.Shape) != 2 {
+			return nil, nil, fmt.Errorf("%s: tensor %q has shape %v, want codes [Q, T]", path, name, t.Shape)
+		}
+		return t.Shape, t.Data, nil
+	}
+	t, err := npy.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	sh := t.Shape()
+	if len(sh) != 2 {
+		return nil, nil, fmt.Errorf("%s has shape %v, want codes [Q, T]", path, sh)
+	}
+	switch t.DType() {
+	case runtime.I32:
+		return sh, t.I32(), nil
+	case runtime.I64:
+		codes := make([]int32, 0, len(t.I64()))
+		for _, v := range t.I64() {
+			if v < math.MinInt32 || v > math.MaxInt32 {
+				return nil, nil, fmt.Errorf("%s: code %d out of range", path, v)
+			}
+			codes = append(codes, int32(v))
+		}
+		return sh, codes, nil
+	}
+	return nil, nil, fmt.Errorf("%s is %v, want int32 or int64 codes", path, t.DType())
 }
 
 type flagGetter interface {

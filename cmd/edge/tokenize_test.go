@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/edgespeech/edge/codec"
 	"github.com/edgespeech/edge/runtime/audio"
 	"github.com/edgespeech/edge/runtime/npy"
 	"github.com/stretchr/testify/assert"
@@ -55,6 +56,20 @@ func TestTokenizeRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"frames":27`)
 	assert.Contains(t, string(b), `"frames":15`)
+
+	code, _, stderr = capture(t, "tokenize", "--codec", codecDir, "--format", "safetensors", "--out", out, codecGolden+"clip1.wav", codecGolden+"clip2.wav")
+	require.Equal(t, 0, code, stderr)
+	shard := filepath.Join(out, "codes.safetensors")
+	want, err := npy.ReadFile(codecGolden + "clip2_codes.npy")
+	require.NoError(t, err)
+	ts, err := codec.ReadCodesSafetensors(shard)
+	require.NoError(t, err)
+	require.Equal(t, want.I32(), ts["clip2"].Data)
+	code, _, stderr = capture(t, "detokenize", "--codec", codecDir, "--name", "clip2", "--out", filepath.Join(out, "c2.wav"), shard)
+	require.Equal(t, 0, code, stderr)
+	code, _, stderr = capture(t, "detokenize", "--codec", codecDir, "--out", filepath.Join(out, "c2.wav"), shard)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "name one with --name")
 }
 
 func TestTokenizeErrors(t *testing.T) {
