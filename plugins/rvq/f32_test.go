@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/edgespeech/edge/runtime"
 )
 
 // TestF32Codebooks checks fp32 codebooks (not bf16-representable) against a
@@ -92,5 +94,47 @@ func TestF32Codebooks(t *testing.T) {
 	}
 	if _, err := NewCodebooksF32(d, []float32{float32(math.NaN())}); err == nil {
 		t.Fatal("NaN codebook accepted")
+	}
+}
+
+// The op with fp32 = true takes f32 codebooks of any value and gives the Go
+// API's codes; without it such values are an error, as are bf16 patterns
+// with it.
+func TestOpFP32(t *testing.T) {
+	const d, k, n = 8, 21, 30
+	rng := rand.New(rand.NewPCG(5, 6))
+	books := make([]float32, 2*k*d)
+	for i := range books {
+		books[i] = float32(rng.NormFloat64())
+	}
+	x := make([]float32, n*d)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	c, err := NewCodebooksF32(d, books[:k*d], books[k*d:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]int32, n*2)
+	if err := c.Encode(context.Background(), x, Batch{B: 1, T: n}, want, make([]float32, n*d)); err != nil {
+		t.Fatal(err)
+	}
+	in := runtime.Tensors{"x": tensor(t, runtime.F32, runtime.Shape{1, n, d}, x),
+		"codebooks": tensor(t, runtime.F32, runtime.Shape{2, k, d}, books)}
+	out, err := run(t, "rvq_encode", map[string]any{"fp32": true}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range out["codes"].I32() {
+		if v != want[i] {
+			t.Fatalf("codes[%d] = %d, want %d", i, v, want[i])
+		}
+	}
+	if _, err := run(t, "rvq_encode", nil, in); err == nil {
+		t.Fatal("non-bf16 f32 codebooks accepted without fp32")
+	}
+	in["codebooks"] = tensor(t, runtime.U16, runtime.Shape{2, k, d}, make([]uint16, 2*k*d))
+	if _, err := run(t, "rvq_encode", map[string]any{"fp32": true}, in); err == nil {
+		t.Fatal("bf16 patterns accepted with fp32")
 	}
 }
