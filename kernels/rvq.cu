@@ -18,7 +18,8 @@
 // x f32 [B*T][D], codes i32 [B*T][Q], quantized f32 [B*T][D]; frame t of
 // item b is row b*T+t and is valid when t < lengths[b] (lengths i32 [B], or
 // null: every frame valid). Padding rows get code -1 and quantized 0.
-// Every kernel parameter is 8 bytes (pointers, long long, double).
+// Each kernel takes one parameter struct of params.h (Rvq*Params), read in
+// place from the parameter space (__grid_constant__).
 //
 // # The fused encoder (rvq_encode_*: mma.sync m16n8k16 bf16, fp32 accumulate)
 //
@@ -167,6 +168,8 @@
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <stdint.h>
+
+#include "params.h"
 
 namespace rvqk {
 
@@ -614,25 +617,15 @@ struct SlotCopy {
   }
 };
 
-struct Params {
-  const float* x;
-  const int* lengths;
-  long long rows, T, D, Dp, Q, split;
-  const uint16_t* words;
-  const uint16_t* tiles;  // pre-swizzled [tile][128][64] bf16 (bulk path)
-  const float* hn;
-  const int* meta;
-  int* codes;
-  float* out;
-  float* res;  // scratch [rows rounded up to 256][Dp] (the kWhole kernels read every row of their CTA)
-  int* stats;  // [0]: rows re-scored exactly (counted with atomicAdd)
-  // The input check (rvq_check's, fused): a valid row whose fp32 squared
-  // norm (this kernel's order) is not <= limit (non-finite values
-  // included) sets *status to the lowest such row (atomicMin); the host
-  // re-checks it with the CPU's rule. status null: no check.
-  double limit;
-  unsigned long long* status;
-};
+// Params is the fused encoder's parameter struct (params.h). tiles: words
+// pre-swizzled as [tile][128][64] bf16 (bulk path). res: scratch [rows
+// rounded up to 256][Dp] (the kWhole kernels read every row of their CTA).
+// stats[0]: rows re-scored exactly (counted with atomicAdd). The input
+// check (rvq_check's, fused): a valid row whose fp32 squared norm (this
+// kernel's order) is not <= limit (non-finite values included) sets
+// *status to the lowest such row (atomicMin); the host re-checks it with
+// the CPU's rule. status null: no check.
+using Params = RvqEncodeParams;
 
 template <int BM, int BN, int WM, int WN, int S>
 struct Cfg {
@@ -1864,44 +1857,30 @@ __device__ __forceinline__ void encode(const Params& p) {
 
 }  // namespace rvqk
 
-#define RVQ_ENCODE_ARGS                                                                                         \
-  const float *x, const int *lengths, long long rows, long long T, long long D, long long Dp, long long Q,       \
-      long long split, const uint16_t *words, const uint16_t *tiles, const float *hn, const int *meta, int *codes, \
-      float *out, float *res, int *stats, double limit, unsigned long long *status
-#define RVQ_PARAMS \
-  rvqk::Params { x, lengths, rows, T, D, Dp, Q, split, words, tiles, hn, meta, codes, out, res, stats, limit, status }
-
 // Variants (BM, BN, WM x WN warps, ring depth S); the Go launcher picks one
 // per D (shared memory) and $EDGE_RVQ_VARIANT overrides it for sweeps.
 // AR (AK > 0 only): 1 (the a suffix) the A operand in registers, loaded
-// from the A tile; 2 (g) handed to the next stage by the update.
+// from the A tile; 2 (g; no variant of it is instantiated) handed to the
+// next stage by the update; 3 (f) the residual's high halves.
 #define RVQ_VARIANT(name, BM, BN, WM, WN, S, MINB, WG, B, RS, PW, AK, AR)                                    \
   extern "C" __global__ void __launch_bounds__(WM * WN * 32 + (AK > 0 ? 128 : PW ? 32 : 0), MINB)                \
-      name(RVQ_ENCODE_ARGS) {                                                                                   \
+      name(const __grid_constant__ RvqEncodeParams p) {                                                          \
     static_assert(!(AR) || (AK) > 0, "A in registers needs the AW pipeline");                                 \
-    rvqk::encode<BM, BN, WM, WN, S, WG, rvqk::B, RS, PW, AK, AR>(RVQ_PARAMS);                                 \
+    rvqk::encode<BM, BN, WM, WN, S, WG, rvqk::B, RS, PW, AK, AR>(p);                                          \
   }
 // name: m<BM> n<BN> w<WM><WN> (warps) s<ring depth>, p: packed running
 // minimum (all), r: fp32 residual in shared memory, x2: two CTAs an SM,
 // w: a producer warp (one more warp in the block) streams the ring, a: the
-// A operand in registers, g: the same without an A tile, f: the fp32
-// residual in the A registers (high halves) and global scratch (low halves).
+// A operand in registers, f: the fp32 residual in the A registers (high
+// halves) and global scratch (low halves). Only the variants the launcher
+// (plugins/rvq/variants_cuda.go) can pick are instantiated.
+// mma.sync, the choice off Hopper (and on Hopper for the widest rows).
 RVQ_VARIANT(rvq_encode_m128n128w24s4p, 128, 128, 2, 4, 4, 1, false, Best, false, false, 0, 0)
-RVQ_VARIANT(rvq_encode_m128n128w24s4pr, 128, 128, 2, 4, 4, 1, false, Best, true, false, 0, 0)
-RVQ_VARIANT(rvq_encode_m128n256w24s3p, 128, 256, 2, 4, 3, 1, false, Best, false, false, 0, 0)
 RVQ_VARIANT(rvq_encode_m64n128w14s4p, 64, 128, 1, 4, 4, 1, false, Best, false, false, 0, 0)
-// mma.sync with whole N-tiles per warp (WN = 1: warp-local stage end).
-RVQ_VARIANT(rvq_encode_m256n128w81s4p, 256, 128, 8, 1, 4, 1, false, Best, false, false, 0, 0)
-RVQ_VARIANT(rvq_encode_m128n128w41s4px2, 128, 128, 4, 1, 4, 2, false, Best, false, false, 0, 0)
-RVQ_VARIANT(rvq_encode_m128n128w41s4pwx2, 128, 128, 4, 1, 4, 2, false, Best, false, true, 0, 0)
 // Hopper: wgmma m64n128k16 from shared memory, a warpgroup per 64 rows (the
 // mma.sync tiling WM x 1 warps, 16 rows x 128 codewords a warp, elsewhere).
-RVQ_VARIANT(rvq_encode_wg_m128n128s4p, 128, 128, 8, 1, 4, 1, true, Best, false, false, 0, 0)
-RVQ_VARIANT(rvq_encode_wg_m128n128s4pw, 128, 128, 8, 1, 4, 1, true, Best, false, true, 0, 0)
-RVQ_VARIANT(rvq_encode_wg_m128n128s6pw, 128, 128, 8, 1, 6, 1, true, Best, false, true, 0, 0)
 RVQ_VARIANT(rvq_encode_wg_m128n128s3px2, 128, 128, 8, 1, 3, 2, true, Best, false, false, 0, 0)
 RVQ_VARIANT(rvq_encode_wg_m128n128s3pwx2, 128, 128, 8, 1, 3, 2, true, Best, false, true, 0, 0)
-RVQ_VARIANT(rvq_encode_wg_m192n128s4p, 192, 128, 12, 1, 4, 1, true, Best, false, false, 0, 0)
 RVQ_VARIANT(rvq_encode_wg_m192n128s4pw, 192, 128, 12, 1, 4, 1, true, Best, false, true, 0, 0)
 RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, Best, false, false, 0, 0)
 // Hopper, asynchronous N-tiles (wa): two accumulator sets per warpgroup, the
@@ -1910,18 +1889,7 @@ RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, Best, false,
 // The pipeline is compiled for one padded width (the _d<Dp> suffix, AK =
 // Dp / 64 k-chunks a tile, S >= 2 AK ring slots); elsewhere than sm_90a the
 // same kernels run the plain loop for any D.
-RVQ_VARIANT(rvq_encode_wa_m128n128s6pw_d128, 128, 128, 8, 1, 6, 1, true, Best, false, true, 2, 0)
-RVQ_VARIANT(rvq_encode_wa_m128n128s8pw_d128, 128, 128, 8, 1, 8, 1, true, Best, false, true, 2, 0)
-RVQ_VARIANT(rvq_encode_wa_m128n128s6pwr_d128, 128, 128, 8, 1, 6, 1, true, Best, true, true, 2, 0)
-// N-tiles of 64 codewords (wgmma m64n64k16): half the ring bytes a tile, so
-// that D = 256 keeps two tiles in flight and two more loading.
-RVQ_VARIANT(rvq_encode_wa_m128n64s16pw_d256, 128, 64, 8, 1, 16, 1, true, Best, false, true, 4, 0)
 RVQ_VARIANT(rvq_encode_wa_m128n128s6pwra_d128, 128, 128, 8, 1, 6, 1, true, Best, true, true, 2, 1)
-RVQ_VARIANT(rvq_encode_wa_m128n64s16pwa_d256, 128, 64, 8, 1, 16, 1, true, Best, false, true, 4, 1)
-// g: the A fragments handed from each stage's update to the next (staging
-// tiles, no A tile on sm_90a): at D = 256 a ring of 12 slots of 128
-// codewords, a whole N-tile loading while two are held.
-RVQ_VARIANT(rvq_encode_wa_m128n128s12pwg_d256, 128, 128, 8, 1, 12, 1, true, Best, false, true, 4, 2)
 // f: the fp32 residual split between the A fragments (high halves) and
 // global scratch (low halves), updated in place: at D = 256 a ring of 13
 // slots, the op's choice there.
@@ -1932,10 +1900,14 @@ RVQ_VARIANT(rvq_encode_wa_m128n128s13pwf_d256, 128, 128, 8, 1, 13, 1, true, Best
 // row rows[blockIdx.y] (residual src: x for the chain's first stage, else
 // res) and the CTA's lowest (score, index) goes to keys[blockIdx.y] with
 // atomicMin. D <= 1024: the residual row is staged in shared memory.
-extern "C" __global__ void __launch_bounds__(256) rvq_small_score(const float* x, const float* res, long long first,
-                                                                  const int* rowList, long long D, long long Dp,
-                                                                  const uint16_t* words, const float* hn, long long off,
-                                                                  long long K, unsigned long long* keys) {
+extern "C" __global__ void __launch_bounds__(256) rvq_small_score(const __grid_constant__ RvqSmallScoreParams p) {
+  const float* x = p.x;
+  const float* res = p.res;
+  const int* rowList = p.rowList;
+  const long long first = p.first, D = p.D, Dp = p.Dp, off = p.off, K = p.K;
+  const uint16_t* words = p.words;
+  const float* hn = p.hn;
+  unsigned long long* keys = p.keys;
   __shared__ float r[1024];
   __shared__ unsigned long long wk[8];
   const long long row = rowList[blockIdx.y];
@@ -1959,12 +1931,17 @@ extern "C" __global__ void __launch_bounds__(256) rvq_small_score(const float* x
 // chain sum (out for the first chain, acc for the second) += C_j (= C_j on
 // the chain's first stage); on the second chain's last stage out += acc.
 // keys[i] is reset to all ones for the next stage.
-extern "C" __global__ void __launch_bounds__(128) rvq_small_update(const float* x, float* res, float* acc, float* out,
-                                                                   int* codes, const int* rowList, long long D,
-                                                                   long long Dp, long long Q, long long q,
-                                                                   long long first, long long secondChain,
-                                                                   long long last, const uint16_t* words, long long off,
-                                                                   unsigned long long* keys) {
+extern "C" __global__ void __launch_bounds__(128) rvq_small_update(const __grid_constant__ RvqSmallUpdateParams p) {
+  const float* x = p.x;
+  float* res = p.res;
+  float* acc = p.acc;
+  float* out = p.out;
+  int* codes = p.codes;
+  const int* rowList = p.rowList;
+  const long long D = p.D, Dp = p.Dp, Q = p.Q, q = p.stage, first = p.first, secondChain = p.secondChain,
+                  last = p.last, off = p.off;
+  const uint16_t* words = p.words;
+  unsigned long long* keys = p.keys;
   const long long row = rowList[blockIdx.x];
   const int j = static_cast<int>(keys[blockIdx.x] & 0xffffffffu);
   const float* src = first ? x + row * D : res + row * Dp;
@@ -2003,9 +1980,16 @@ extern "C" __global__ void __launch_bounds__(128) rvq_small_update(const float* 
 #define RVQ_STREAM_CLUSTER
 #endif
 extern "C" __global__ void RVQ_STREAM_CLUSTER __launch_bounds__(256)
-    rvq_stream(const float* x, const int* rowList, long long D, long long Dp, long long Q, long long split,
-               const uint16_t* words, const float* hn, const int* meta, int* codes, float* out) {
+    rvq_stream(const __grid_constant__ RvqStreamParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const float* x = p.x;
+  const int* rowList = p.rowList;
+  const long long D = p.D, Dp = p.Dp, Q = p.Q, split = p.split;
+  const uint16_t* words = p.words;
+  const float* hn = p.hn;
+  const int* meta = p.meta;
+  int* codes = p.codes;
+  float* out = p.out;
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
   __shared__ float r[1024];
@@ -2066,8 +2050,11 @@ extern "C" __global__ void RVQ_STREAM_CLUSTER __launch_bounds__(256)
 
 // rvq_pad_rows gives padding rows (t >= lengths[b]) code -1 and quantized 0.
 // Grid ceil(rows/8), block 256: a warp per row.
-extern "C" __global__ void __launch_bounds__(256) rvq_pad_rows(const int* lengths, long long rows, long long T,
-                                                                long long D, long long Q, int* codes, float* out) {
+extern "C" __global__ void __launch_bounds__(256) rvq_pad_rows(const __grid_constant__ RvqPadRowsParams p) {
+  const int* lengths = p.lengths;
+  const long long rows = p.rows, T = p.T, D = p.D, Q = p.Q;
+  int* codes = p.codes;
+  float* out = p.out;
   long long row = static_cast<long long>(blockIdx.x) * 8 + (threadIdx.x >> 5);
   if (row >= rows || rvqk::rowValid(row, T, lengths)) return;
   for (int d = threadIdx.x & 31; d < D; d += 32) out[row * D + d] = 0.f;
@@ -2080,9 +2067,12 @@ extern "C" __global__ void __launch_bounds__(256) rvq_pad_rows(const int* length
 // lowest such row (atomicMin; the host sets it to all ones first).
 // Grid ceil(rows/8), block 256: a warp per row. The host re-checks the
 // flagged row with the CPU's exact rule and message.
-extern "C" __global__ void __launch_bounds__(256) rvq_check(const float* x, const int* lengths, long long rows,
-                                                             long long T, long long D, double limit,
-                                                             unsigned long long* status) {
+extern "C" __global__ void __launch_bounds__(256) rvq_check(const __grid_constant__ RvqCheckParams p) {
+  const float* x = p.x;
+  const int* lengths = p.lengths;
+  const long long rows = p.rows, T = p.T, D = p.D;
+  const double limit = p.limit;
+  unsigned long long* status = p.status;
   long long row = static_cast<long long>(blockIdx.x) * 8 + (threadIdx.x >> 5);
   if (row >= rows || !rvqk::rowValid(row, T, lengths)) return;
   float ss = 0.f;
@@ -2103,11 +2093,14 @@ extern "C" __global__ void __launch_bounds__(256) rvq_check(const float* x, cons
 // outside 0..K_q-1 on a valid row sets status[0] = min(row*Q + q) (atomicMin;
 // the host formats the error) and the row is left as it is. Padding rows get
 // 0.
-extern "C" __global__ void __launch_bounds__(256) rvq_decode(const int* codes, const int* lengths, long long rows,
-                                                              long long T, long long D, long long Dp, long long Q,
-                                                              long long split, const uint16_t* words,
-                                                              const int* meta, float* out,
-                                                              unsigned long long* status) {
+extern "C" __global__ void __launch_bounds__(256) rvq_decode(const __grid_constant__ RvqDecodeParams p) {
+  const int* codes = p.codes;
+  const int* lengths = p.lengths;
+  const long long rows = p.rows, T = p.T, D = p.D, Dp = p.Dp, Q = p.Q, split = p.split;
+  const uint16_t* words = p.words;
+  const int* meta = p.meta;
+  float* out = p.out;
+  unsigned long long* status = p.status;
   long long row = static_cast<long long>(blockIdx.x) * 8 + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (row >= rows) return;
