@@ -1,6 +1,6 @@
 // rvq.cu: greedy residual vector quantisation, the GPU side of the
 // `rvq_encode` and `rvq_decode` ops (plugins/rvq, launched by
-// plugins/rvq/op_cuda.go). The CPU op of plugins/rvq is the reference: codes
+// plugins/rvq/device_cuda.go). The CPU op of plugins/rvq is the reference: codes
 // are identical to it (exact), quantized bit-identical whenever the codes
 // agree (same fp32 subtractions and additions in the same order).
 //
@@ -80,7 +80,7 @@
 // (partials) + BM*12 (||r||, ||r||^2, decisions) + 16*S (ring barriers)
 // [+ BM*Dp*4 (residual)] [+ kMaxQ*BM*2 + kMaxQ*8 + 512 (codes, stage
 // table and gather barriers: the AW kernels only)]; e.g. 106 KiB for
-// m128n128w24s4p at D = 128, 170 KiB with the residual (..s4pr).
+// m128n128w24s4p at D = 128, 170 KiB with the residual (an r tiling).
 // Registers: MT*NT*4 accumulators + 4*MT + 2*NT fragment registers + 2 or 3
 // per running minimum (2*MT rows a thread); ptxas -v figures are in the
 // fatbin's ptxas.log (see docs/bench/rvq_gpu.md).
@@ -90,7 +90,7 @@
 // Grid: one CTA per 128 rows; block: 384 threads = two compute warpgroups
 // (warpgroup g owns rows [64g, 64g+64), warp w of it rows 16w..16w+15) and
 // one producer warpgroup. One CTA an SM (shared memory: 32 KiB A + S x
-// 16.5 KiB ring at D = 128, e.g. 142 KiB for s6, 206 KiB for s6pwr;
+// 16.5 KiB ring at D = 128, e.g. 142 KiB for s6, 206 KiB for s6pwra;
 // registers: 384 threads start with 168 each, then setmaxnreg gives the
 // producer warpgroup 40 and the compute warpgroups 232: the 2 x 64 fp32
 // accumulators, the running minima and (a variants) the A fragments fit;
@@ -117,7 +117,8 @@
 //     layout) are loaded once a stage into registers (ldmatrix) and the
 //     wgmma read A from there: the tensor cores read only B from shared
 //     memory.
-//   * g variant (D = 256): no A tile. The stage end's update runs k-chunk
+//   * g variant (D = 256; the templates keep it, no kernel of it is
+//     instantiated): no A tile. The stage end's update runs k-chunk
 //     by k-chunk and puts each chunk's bf16 rows through a 2 KiB staging
 //     tile a warp into the next stage's A fragments (ldmatrix); the
 //     chain's first stage loads them from the fp32 residual in global
@@ -128,7 +129,7 @@
 //   * f variant (D = 256): the fp32 residual itself is split bitwise: its
 //     high halves (the bf16 truncation of r) are the A fragments in
 //     registers, its low halves (64 KiB a CTA) in the CTA's global scratch
-//     rows, and the tiles' dimensions are permuted (op_cuda.go's fragDim)
+//     rows, and the tiles' dimensions are permuted (device_layout.go's fragDim)
 //     so that each lane's fragment elements at a k16 step are four
 //     consecutive dimensions of its two rows, and a lane's 16-byte pieces
 //     of a row interleave with its quad's (a warp's load touches one line
@@ -198,7 +199,7 @@ __device__ __forceinline__ float joinLo(uint32_t hi, uint32_t lo) { return __uin
 __device__ __forceinline__ float joinHi(uint32_t hi, uint32_t lo) { return __uint_as_float(__byte_perm(lo, hi, 0x7632)); }
 
 // fragDim0 is the first of the four consecutive dimensions that lane
-// (g, t) of the f kernel holds at k16 step s (op_cuda.go's fragDim): lane t
+// (g, t) of the f kernel holds at k16 step s (device_layout.go's fragDim): lane t
 // has the 16-byte pieces t of every 64-byte group of a row, steps 2m and
 // 2m + 1 in piece t of group m, so that a warp's loads of its rows touch
 // one 128-byte line a row an instruction.
@@ -664,7 +665,7 @@ __host__ __device__ constexpr size_t aTileBytes(int Dp) {
 }
 
 // The fused kernels' shared memory after their ring barriers (the layout
-// of encodeChain's first lines; op_cuda.go's variant.shared sizes it):
+// of encodeChain's first lines; variants_cuda.go's variant.shared sizes it):
 // sharedRows, the fp32 residual rows ([BM][Dp], RS only); stageCodes, the
 // [kMaxQ][BM] uint16 table of every stage's code of every row; stageMeta,
 // [kMaxQ][2] ints (each stage's codeword offset and K); gatherBar, the
@@ -1099,7 +1100,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   // kStaged: this build runs g's update (the fragments by staging tiles).
   constexpr bool kStaged = AR == 2 && kNoATile<AR> && AW && WG && PW;
   // ---- kFrag chain start (fragStart: the layout). The f kernel's tiles
-  // (p.tiles) hold every codeword with its dimensions permuted (op_cuda.go's
+  // (p.tiles) hold every codeword with its dimensions permuted (device_layout.go's
   // fragTiles) to match: the tensor cores' column 16s + 2t + {0, 1, 8, 9}
   // of k16 step s is dimension fragDim0(s, t) + {0, 1, 2, 3}. The CTA's
   // scratch rows hold the low halves (loS, 64 KiB of its 128) and a warp's
