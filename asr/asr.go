@@ -206,10 +206,31 @@ func WithStats(ctx context.Context, st *Stats) context.Context {
 	return context.WithValue(ctx, statsKey{}, st)
 }
 
+type progressKey struct{}
+
+// WithProgress returns a context that makes a Transcribe, Align or
+// Emissions call given it report its progress to f: after each encoded
+// chunk or speech segment, the audio covered so far and the call's whole
+// audio. f runs on the calling goroutine and must return quickly.
+func WithProgress(ctx context.Context, f func(done, total time.Duration)) context.Context {
+	return context.WithValue(ctx, progressKey{}, f)
+}
+
 // call is the state of one Transcribe, Align or Emissions call.
 type call struct {
-	stats Stats
-	sink  *Stats // from WithStats, or nil
+	stats    Stats
+	sink     *Stats                          // from WithStats, or nil
+	progress func(done, total time.Duration) // from WithProgress, or nil
+	offset   int                             // sample of the call's audio where the audio being chunked starts
+	seconds  func(samples int) time.Duration // samples to time at the model's rate
+	total    int                             // samples of the call's audio
+}
+
+// advance reports that the call's audio up to sample done is encoded.
+func (c *call) advance(done int) {
+	if c.progress != nil {
+		c.progress(c.seconds(done), c.seconds(c.total))
+	}
 }
 
 // Close releases the encoder session, the decoding ops and the VAD.
@@ -262,6 +283,8 @@ func (r *Recognizer) hostEmissions(ctx context.Context, c *call, pcm []float32) 
 func (r *Recognizer) begin(ctx context.Context, pcm []float32) *call {
 	c := &call{stats: Stats{Stages: map[string]time.Duration{}, Audio: time.Duration(float64(len(pcm)) / float64(r.manifest.SampleRate) * float64(time.Second))}}
 	c.sink, _ = ctx.Value(statsKey{}).(*Stats)
+	c.progress, _ = ctx.Value(progressKey{}).(func(done, total time.Duration))
+	c.total, c.seconds = len(pcm), r.seconds
 	if cc, ok := r.backend.(copyCounter); ok {
 		before := cc.Stats()
 		c.stats.Copies = &before
@@ -320,6 +343,7 @@ func (r *Recognizer) chunkedEmissions(ctx context.Context, c *call, pcm []float3
 			return nil, 0, fmt.Errorf("audio %v-%v: %w", r.seconds(start), r.seconds(end), err)
 		}
 		c.stats.Chunks++
+		c.advance(c.offset + end)
 		if start == 0 && last {
 			return lp, frames, nil // one chunk: as the pipeline made it
 		}

@@ -70,7 +70,9 @@ func (r *Recognizer) speechEmissions(ctx context.Context, c *call, pcm []float32
 			from = max(0, min(from, len(pcm)-4*r.stride))
 			to = min(len(pcm), from+4*r.stride)
 		}
+		c.offset = from
 		seg, frames, err := r.chunkedEmissions(ctx, c, pcm[from:to])
+		c.offset = 0
 		if err != nil {
 			return nil, 0, fmt.Errorf("speech %v-%v: %w", r.seconds(s.StartSample), r.seconds(s.EndSample), err)
 		}
@@ -90,6 +92,7 @@ func (r *Recognizer) speechEmissions(ctx context.Context, c *call, pcm []float32
 			}
 		}
 	}
+	c.advance(len(pcm))
 	t, err := runtime.FromSlice(runtime.F32, runtime.Shape{1, T, V}, lp)
 	return t, T, err
 }

@@ -123,3 +123,35 @@ func wordErrors(ref, hyp string) int {
 	}
 	return prev[len(h)]
 }
+
+// TestProgress: a long call reports its progress chunk by chunk (or
+// segment by segment), rising to the whole audio.
+func TestProgress(t *testing.T) {
+	var pcm []float32
+	for range 4 {
+		for _, name := range clipNames {
+			x, _ := loadTruth(t, name)
+			pcm = append(append(pcm, x...), make([]float32, 8000)...)
+		}
+	}
+	total := time.Duration(len(pcm)) * time.Second / 16000
+	for name, r := range map[string]*Recognizer{"chunks": nil, "vad": withVAD(t, 30*time.Second, Options{})} {
+		if r == nil {
+			var err error
+			r, err = Open(defaultModel, Options{ChunkSeconds: 20})
+			require.NoError(t, err)
+			defer r.Close()
+		}
+		var seen []time.Duration
+		_, err := r.Transcribe(WithProgress(context.Background(), func(done, all time.Duration) {
+			assert.InDelta(t, total.Seconds(), all.Seconds(), 0.001, name)
+			seen = append(seen, done)
+		}), pcm)
+		require.NoError(t, err)
+		require.Greater(t, len(seen), 3, name)
+		for i := 1; i < len(seen); i++ {
+			assert.GreaterOrEqual(t, seen[i], seen[i-1], name)
+		}
+		assert.InDelta(t, total.Seconds(), seen[len(seen)-1].Seconds(), 0.001, name)
+	}
+}

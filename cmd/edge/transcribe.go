@@ -214,6 +214,9 @@ func transcribeOne(ctx context.Context, rec *asr.Recognizer, src *audioSource, p
 	}
 	if d := clip.Duration(); d >= longAudio && !src.log.quiet {
 		fmt.Fprintf(os.Stderr, "[%d/%d] %s: %v of audio (%s), transcribing...\n", i, n, displayName(path), d.Round(time.Second), clip.Format)
+		p := &percent{w: os.Stderr, tty: isTerminal(os.Stderr), prefix: fmt.Sprintf("[%d/%d] %s", i, n, displayName(path))}
+		defer p.done()
+		ctx = asr.WithProgress(ctx, p.show)
 	}
 	if silent(clip.Samples) {
 		src.log.warn(path, fmt.Sprintf("%v of audio is silent (no sample above one 16-bit step); the transcript is empty", clip.Duration().Round(time.Millisecond)))
@@ -242,6 +245,35 @@ func silent(x []float32) bool {
 		}
 	}
 	return true
+}
+
+// percent shows how much of a long file is encoded: one line rewritten in
+// place on a terminal, else a line at every further 10 %.
+type percent struct {
+	w      io.Writer
+	tty    bool
+	prefix string
+	last   int // the last percentage shown (-1: none yet)
+	shown  bool
+}
+
+func (p *percent) show(done, total time.Duration) {
+	pc := int(100 * done / max(total, 1))
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\x1b[K%s: %d%% (%v of %v)", p.prefix, pc, done.Round(time.Second), total.Round(time.Second))
+		p.shown = true
+		return
+	}
+	if pc/10 > p.last/10 || !p.shown {
+		fmt.Fprintf(p.w, "%s: %d%% encoded\n", p.prefix, pc)
+		p.last, p.shown = pc, true
+	}
+}
+
+func (p *percent) done() {
+	if p.tty && p.shown {
+		fmt.Fprint(p.w, "\r\x1b[K")
+	}
 }
 
 // longAudio is the length from which transcribe says it has started on a
