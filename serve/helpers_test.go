@@ -20,6 +20,7 @@ import (
 
 	"github.com/edgespeech/edge/asr"
 	"github.com/edgespeech/edge/asr/transcript"
+	"github.com/edgespeech/edge/runtime/audio"
 	"github.com/edgespeech/edge/runtime/model"
 )
 
@@ -63,6 +64,14 @@ func readClip(t testing.TB, name string) ([]byte, string) {
 	}
 	require.NoError(t, json.Unmarshal(j, &truth))
 	return b, truth.Text
+}
+
+// loadPCM decodes a test clip at 16 kHz.
+func loadPCM(t testing.TB, name string) []float32 {
+	t.Helper()
+	pcm, err := audio.Load(filepath.Join(clipDir, name+".wav"), 16000)
+	require.NoError(t, err)
+	return pcm
 }
 
 // testConfig is DefaultConfig on an ephemeral loopback port, logging to t.

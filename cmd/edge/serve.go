@@ -37,7 +37,19 @@ func init() {
 // serve.max_batch.
 var serveFlags = map[string]bool{}
 
-func runServe(ctx context.Context, args []string) error {
+// serveOptions is a parsed edge serve command line.
+type serveOptions struct {
+	k   *koanf.Koanf
+	cfg serve.Config
+	// levels, when set, are the --bench concurrencies.
+	levels      []int
+	benchAudio  string
+	benchFormat string
+	benchFor    time.Duration
+}
+
+// parseServe parses edge serve's flags and layers its configuration.
+func parseServe(args []string) (*serveOptions, error) {
 	fs := newFlags("serve", serveUsage)
 	fs.String("model", "", "model directory with model.yaml (default: models/default, also next to the binary)")
 	fs.Int("threads", 0, "encoder threads (0: one per core)")
@@ -67,35 +79,44 @@ func runServe(ctx context.Context, args []string) error {
 	fs.StringSlice(sf("languages"), nil, "ISO-639 codes the model transcribes (e.g. en); requests for others get 400 (default: any)")
 	fs.String(sf("temp-dir"), "", "directory for spooled uploads (default: the system's)")
 
+	o := &serveOptions{}
 	bench := fs.String("bench", "", "benchmark instead of serving: start on a loopback port, load it with these client concurrencies (e.g. 1,4,16,64), print a table, exit")
-	benchAudio := fs.String("bench-audio", "models/default/testdata/demo.wav", "the file each benchmark request uploads")
-	benchFor := fs.Duration("bench-duration", 10*time.Second, "how long each benchmark concurrency runs")
-	benchFormat := fs.String("bench-format", "json", "response_format of the benchmark requests")
+	fs.StringVar(&o.benchAudio, "bench-audio", "models/default/testdata/demo.wav", "the file each benchmark request uploads")
+	fs.DurationVar(&o.benchFor, "bench-duration", 10*time.Second, "how long each benchmark concurrency runs")
+	fs.StringVar(&o.benchFormat, "bench-format", "json", "response_format of the benchmark requests")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() != 0 {
-		return fmt.Errorf("serve takes no arguments: %w", errUsage)
+		return nil, fmt.Errorf("serve takes no arguments: %w", errUsage)
 	}
-	k, err := loadServeConfig(fs)
+	var err error
+	if o.k, err = loadServeConfig(fs); err != nil {
+		return nil, err
+	}
+	o.cfg = serve.DefaultConfig()
+	if err := unmarshalServe(o.k, &o.cfg); err != nil {
+		return nil, err
+	}
+	if *bench != "" {
+		if o.levels, err = parseLevels(*bench); err != nil {
+			return nil, err
+		}
+		o.cfg.Listen = "127.0.0.1:0"
+		o.cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		if top := o.levels[len(o.levels)-1]; o.cfg.QueueSize < top && !o.k.Exists("serve.queue_size") {
+			o.cfg.QueueSize = top // closed-loop clients: every one has a place in the queue
+		}
+	}
+	return o, nil
+}
+
+func runServe(ctx context.Context, args []string) error {
+	o, err := parseServe(args)
 	if err != nil {
 		return err
 	}
-	cfg := serve.DefaultConfig()
-	if err := unmarshalServe(k, &cfg); err != nil {
-		return err
-	}
-	var levels []int
-	if *bench != "" {
-		if levels, err = parseLevels(*bench); err != nil {
-			return err
-		}
-		cfg.Listen = "127.0.0.1:0"
-		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		if top := levels[len(levels)-1]; cfg.QueueSize < top && !fs.Changed("queue-size") && !k.Exists("serve.queue_size") {
-			cfg.QueueSize = top // closed-loop clients: every one has a place in the queue
-		}
-	}
+	k, cfg, levels := o.k, o.cfg, o.levels
 	if !serve.Loopback(cfg.Listen) && cfg.APIKey == "" && cfg.APIKeyFile == "" {
 		fmt.Fprintf(os.Stderr, "edge serve: warning: listening on %s without an API key: anyone who reaches it can use it\n", cfg.Listen)
 	}
@@ -143,7 +164,7 @@ func runServe(ctx context.Context, args []string) error {
 
 	var benchErr error
 	if levels != nil {
-		benchErr = runServeBench(ctx, "http://"+ln.Addr().String(), cfg, levels, *benchAudio, *benchFormat, *benchFor, rec.Manifest().SampleRate, backend.Name())
+		benchErr = runServeBench(ctx, "http://"+ln.Addr().String(), cfg, levels, o.benchAudio, o.benchFormat, o.benchFor, rec.Manifest().SampleRate, backend.Name())
 	} else {
 		select {
 		case <-ctx.Done():
