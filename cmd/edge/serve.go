@@ -80,7 +80,7 @@ func parseServe(args []string) (*serveOptions, error) {
 	fs.String(sf("temp-dir"), "", "directory for spooled uploads (default: the system's)")
 
 	o := &serveOptions{}
-	bench := fs.String("bench", "", "benchmark instead of serving: start on a loopback port, load it with these client concurrencies (e.g. 1,4,16,64), print a table, exit")
+	bench := fs.String("bench", "", "benchmark instead of serving: start on a loopback port, load it with these client concurrencies (e.g. 1,4,16,64; queue_size is raised to the largest), print a table, exit")
 	fs.StringVar(&o.benchAudio, "bench-audio", "models/default/testdata/demo.wav", "the file each benchmark request uploads")
 	fs.DurationVar(&o.benchFor, "bench-duration", 10*time.Second, "how long each benchmark concurrency runs")
 	fs.StringVar(&o.benchFormat, "bench-format", "json", "response_format of the benchmark requests")
@@ -104,9 +104,9 @@ func parseServe(args []string) (*serveOptions, error) {
 		}
 		o.cfg.Listen = "127.0.0.1:0"
 		o.cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		if top := o.levels[len(o.levels)-1]; o.cfg.QueueSize < top && !o.k.Exists("serve.queue_size") {
-			o.cfg.QueueSize = top // closed-loop clients: every one has a place in the queue
-		}
+		// Closed-loop clients: every one has a place in the queue, so the
+		// figures are of work done, not of 429s.
+		o.cfg.QueueSize = max(o.cfg.QueueSize, o.levels[len(o.levels)-1])
 	}
 	return o, nil
 }
