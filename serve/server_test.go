@@ -200,6 +200,11 @@ func TestClientDisconnectCancels(t *testing.T) {
 	waitFor(t, "a queued request", func() bool { return s.sched.queued.Load() == 1 })
 	cancelB()
 	require.Error(t, (<-b).err)
+	// The server notices the closed connection asynchronously: its handler
+	// gives up (a 499) before A's slot frees.
+	waitFor(t, "the queued request's handler to give up", func() bool {
+		return metric(t, url, `edge_serve_requests_total{code="499",route="/v1/audio/transcriptions"}`) == 1
+	})
 	cancelA()
 	require.Error(t, (<-a).err)
 	select {
