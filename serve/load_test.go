@@ -58,9 +58,8 @@ func attack(t *testing.T, client *http.Client, url string, body []byte, ct strin
 	return m
 }
 
-// The load test, bounded in time (about 7 s) and count, on loopback only:
-// the server's capacity is measured first (closed loop at its in-flight
-// limit); at a third of it every request succeeds; at twice it the answers
+// The load test, bounded in time (8 to 12 s) and count, on loopback only:
+// the server's capacity is measured first (closed loops); at a third of it every request succeeds; at twice it the answers
 // are 200 or 429, never 5xx; afterwards goroutines, open files, RSS and the
 // Go heap are back at their baseline and no upload is left on disk.
 func TestLoad(t *testing.T) {
@@ -75,14 +74,18 @@ func TestLoad(t *testing.T) {
 	clip := time.Duration(len(loadPCM(t, "words_1"))) * time.Second / 16000
 	ctx := context.Background()
 
-	capRes, err := Bench(ctx, BenchOptions{URL: url, File: wav, FileName: "words_1.wav", Audio: clip,
-		Concurrency: cfg.Parallel * cfg.MaxBatch, Duration: 1500 * time.Millisecond})
-	require.NoError(t, err)
-	require.Zero(t, capRes.Errors, capRes.FirstError)
-	require.Positive(t, capRes.Requests)
-	capacity := capRes.RPS
-	t.Logf("capacity: %.1f req/s (closed loop, %d in flight), p50 %v, p95 %v, RTFx %.1f",
-		capacity, capRes.Concurrency, capRes.P50, capRes.P95, capRes.RTFx)
+	// Capacity: the better of closed loops at 1 and at the in-flight limit
+	// (on 2 cores concurrent requests contend, so either may be faster).
+	capacity := 0.0
+	for _, c := range []int{1, cfg.Parallel * cfg.MaxBatch} {
+		r, err := Bench(ctx, BenchOptions{URL: url, File: wav, FileName: "words_1.wav", Audio: clip,
+			Concurrency: c, Duration: time.Second})
+		require.NoError(t, err)
+		require.Zero(t, r.Errors, r.FirstError)
+		require.Positive(t, r.Requests)
+		t.Logf("closed loop, %d in flight: %.1f req/s, p50 %v, p95 %v, RTFx %.1f", c, r.RPS, r.P50, r.P95, r.RTFx)
+		capacity = max(capacity, r.RPS)
+	}
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	body, ct := multipartBody(t, file("words_1.wav", wav), field("model", "whisper-1"))
@@ -97,14 +100,21 @@ func TestLoad(t *testing.T) {
 	assert.Equal(t, map[string]int{"200": int(under.Requests)}, under.StatusCodes, "errors: %v", under.Errors)
 	assert.Positive(t, under.Latencies.P95)
 
-	over := attack(t, client, url, body, ct, 2*capacity, 2*time.Second)
-	t.Logf("%.1f req/s: %d requests, codes %v, p50 %v, p95 %v", 2*capacity, over.Requests,
-		over.StatusCodes, over.Latencies.P50, over.Latencies.P95)
-	for code, n := range over.StatusCodes {
-		assert.Contains(t, []string{"200", "429"}, code, "%d answers %s: %v", n, code, over.Errors)
+	// Twice the capacity. Other packages' tests share the CPU in CI, so the
+	// capacity measured may have been low: a run without a single 429 means
+	// the server kept up, and the rate doubles once more (bounded: 3 runs).
+	rejected := 0
+	for i, rate := 0, 2*capacity; i < 3 && rejected == 0; i, rate = i+1, 2*rate {
+		over := attack(t, client, url, body, ct, rate, 2*time.Second)
+		t.Logf("%.1f req/s: %d requests, codes %v, p50 %v, p95 %v", rate, over.Requests,
+			over.StatusCodes, over.Latencies.P50, over.Latencies.P95)
+		for code, n := range over.StatusCodes {
+			assert.Contains(t, []string{"200", "429"}, code, "%d answers %s: %v", n, code, over.Errors)
+		}
+		assert.Positive(t, over.StatusCodes["200"])
+		rejected = over.StatusCodes["429"]
 	}
-	assert.Positive(t, over.StatusCodes["200"])
-	assert.Positive(t, over.StatusCodes["429"], "twice the capacity overflows a queue of %d", cfg.QueueSize)
+	assert.Positive(t, rejected, "over capacity, a queue of %d overflows", cfg.QueueSize)
 
 	client.CloseIdleConnections()
 	requireSpoolEmpty(t, s)
