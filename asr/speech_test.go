@@ -17,13 +17,19 @@ import (
 // segments last at most maxSpeech.
 func withVAD(t *testing.T, maxSpeech time.Duration, opt Options) *Recognizer {
 	t.Helper()
-	rules := vad.DefaultRules()
-	rules.MaxSpeech = maxSpeech
-	opt.VAD = &vad.Options{Rules: &rules}
+	opt.VAD = defaultVADRules(maxSpeech)
 	r, err := Open(defaultModel, opt)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
 	return r
+}
+
+// defaultVADRules are VAD options with Silero's rules and segments of at
+// most maxSpeech.
+func defaultVADRules(maxSpeech time.Duration) *vad.Options {
+	rules := vad.DefaultRules()
+	rules.MaxSpeech = maxSpeech
+	return &vad.Options{Rules: &rules}
 }
 
 // TestSpeechNoWordsOnSilence: silence, digital zeros, noise and a tone give

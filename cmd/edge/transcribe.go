@@ -77,25 +77,33 @@ func formatNames() string {
 	return strings.Join(names, ", ")
 }
 
-// openRecognizer loads the configured model.
+// openRecognizer loads the configured model on the configured backend.
 func openRecognizer(k *koanf.Koanf) (*asr.Recognizer, error) {
 	backend, err := openBackend(k)
 	if err != nil {
 		return nil, err
 	}
+	rec, err := openRecognizerOn(k, backend)
+	if err != nil {
+		_ = backend.Close()
+	}
+	return rec, err
+}
+
+// openRecognizerOn loads the model the modelFlags name on backend, with
+// Silero VAD unless --vad=false.
+func openRecognizerOn(k *koanf.Koanf, backend runtime.Backend) (*asr.Recognizer, error) {
 	var speech *vad.Options
 	if k.Bool("vad") {
 		rules := vad.DefaultRules()
 		rules.Threshold, rules.MaxSpeech = k.Float64("vad_threshold"), k.Duration("max_segment")
 		if err := rules.Validate(); err != nil {
-			_ = backend.Close()
 			return nil, fmt.Errorf("--vad-threshold / --max-segment: %v: %w", err, errUsage)
 		}
 		speech = &vad.Options{Rules: &rules}
 	}
 	dir, err := modelDir(k.String("model"))
 	if err != nil {
-		_ = backend.Close()
 		return nil, err
 	}
 	rec, err := asr.Open(dir, asr.Options{
@@ -110,7 +118,6 @@ func openRecognizer(k *koanf.Koanf) (*asr.Recognizer, error) {
 		Bind:         k.String("bind"),
 	})
 	if err != nil {
-		_ = backend.Close()
 		return nil, err
 	}
 	if err := rec.EncoderFallback(); err != nil {

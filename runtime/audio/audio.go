@@ -206,6 +206,10 @@ func toMono(clip *Clip, sampleRate int, name string) (*Clip, error) {
 // holds no samples.
 var ErrNoSamples = errors.New("audio: the file holds no samples")
 
+// ErrTooLong is wrapped by the error for a stream that decodes to more
+// samples than Options.MaxSamples allows.
+var ErrTooLong = errors.New("audio: longer than allowed")
+
 // ErrTruncated is wrapped by the errors of strict decoding (Options.Strict)
 // for input that ends before what its headers promise, and by every decoder
 // for input that ends inside the headers (nothing to decode).

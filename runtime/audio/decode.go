@@ -284,7 +284,7 @@ func newSamples(o Options, capHint int64) *samples {
 // room says whether n more samples fit.
 func (s *samples) room(n int) error {
 	if s.max > 0 && int64(len(s.buf))+int64(n) > s.max {
-		return fmt.Errorf("decodes to more than %d samples (Options.MaxSamples)", s.max)
+		return fmt.Errorf("%w: it decodes to more than %d samples (Options.MaxSamples)", ErrTooLong, s.max)
 	}
 	return nil
 }
