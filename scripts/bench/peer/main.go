@@ -66,9 +66,12 @@ func main() {
 }
 
 func run(model, threadsFlag string, rounds, repeats int) error {
-	sherpaDir, err := installSherpa()
-	if err != nil {
-		return err
+	var sherpaDir string
+	var err error
+	if !edgeOnly {
+		if sherpaDir, err = installSherpa(); err != nil {
+			return err
+		}
 	}
 	tmp, err := os.MkdirTemp("", "edge-peer")
 	if err != nil {
