@@ -10,10 +10,17 @@ export CGO_ENABLED := 1
 export GOEXPERIMENT ?= simd
 
 # The CUDA build compiles against cuda.h and the libcuda.so link stub that
-# `make cuda-deps` extracts from Debian's nvidia-cuda-dev package.
-CUDA_ENV := CGO_CFLAGS=-I$(CURDIR)/.cache/cuda/include CGO_LDFLAGS=-L$(CURDIR)/.cache/cuda/lib
+# `make cuda-deps` extracts from Debian's nvidia-cuda-dev package (per
+# architecture, under ~/.cache/edge/cuda/linux-<arch>).
+HOST_ARCH := $(shell $(GO) env GOARCH)
+CUDA_DIR   = $(shell scripts/cuda-deps.sh $(1) --print-dir)
+CUDA_ENV  := CGO_CFLAGS=-I$(call CUDA_DIR,$(HOST_ARCH))/include CGO_LDFLAGS=-L$(call CUDA_DIR,$(HOST_ARCH))/lib
+# Cross-building linux/arm64 (Jetson): cgo with Debian's aarch64 cross compiler.
+ARM64_ENV := GOOS=linux GOARCH=arm64 CGO_ENABLED=1 CC=aarch64-linux-gnu-gcc
+ARM64_CUDA_ENV := $(ARM64_ENV) CGO_CFLAGS=-I$(call CUDA_DIR,arm64)/include CGO_LDFLAGS=-L$(call CUDA_DIR,arm64)/lib
 
-.PHONY: demo test build lint bench deps ort vad-model fuzz cuda-deps build-cuda test-cuda-bin clean
+.PHONY: demo test build install lint bench deps ort vad-model fuzz cuda-deps build-cuda test-cuda-bin clean \
+	build-arm64 build-cuda-arm64 cross-deps test-arm64 test-ort-range dist test-dist
 
 ## deps: Go modules, the ONNX Runtime shared library and the Silero VAD model (cached under ~/.cache/edge)
 deps: ort vad-model
@@ -30,9 +37,55 @@ LDFLAGS  := -X main.revision=$(REVISION)
 vad-model:
 	@scripts/fetch-silero-vad.sh >/dev/null
 
-## build: the edge CLI in bin/edge
+## build: the edge CLI in bin/edge (this machine), and with the aarch64 cross compiler
+## installed (`make cross-deps`) also bin/linux-arm64/edge
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/edge ./cmd/edge
+	@if command -v aarch64-linux-gnu-gcc >/dev/null; then $(MAKE) --no-print-directory build-arm64; \
+	else echo "build: no aarch64-linux-gnu-gcc, skipping linux/arm64 (make cross-deps)"; fi
+
+## install: bin/edge to $(PREFIX)/bin and the default model to $(PREFIX)/share/edge/models/default,
+## where an installed (or copied) binary finds it; DESTDIR is honoured
+PREFIX ?= /usr/local
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/edge/models/default
+	install -m 755 $(BIN)/edge $(DESTDIR)$(PREFIX)/bin/edge
+	install -m 644 models/default/model.yaml models/default/model.onnx models/default/tokens.txt \
+	  models/default/README.md $(DESTDIR)$(PREFIX)/share/edge/models/default/
+
+## cross-deps: the Debian packages for linux/arm64 builds and tests (cross gcc, qemu-user)
+cross-deps:
+	@scripts/cross-deps.sh
+
+## build-arm64: the CPU CLI for linux/arm64 in bin/linux-arm64/edge (cross-compiled)
+build-arm64:
+	$(ARM64_ENV) $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/linux-arm64/edge ./cmd/edge
+
+## build-cuda-arm64: the -tags cuda CLI for linux/arm64 (Jetson) in bin/linux-arm64/edge-cuda, vetted
+build-cuda-arm64:
+	@scripts/cuda-deps.sh arm64
+	$(ARM64_CUDA_ENV) $(GO) build -tags cuda -o $(BIN)/linux-arm64/edge-cuda ./cmd/edge
+	$(ARM64_CUDA_ENV) $(GO) vet -tags cuda ./...
+
+## test-arm64: the CPU test suite cross-compiled for linux/arm64 and run under qemu-user
+## with the arm64 ONNX Runtime (no -race: see scripts/test-arm64.sh)
+test-arm64: deps
+	@scripts/fetch-ort.sh --arch arm64 >/dev/null
+	scripts/test-arm64.sh
+
+## test-ort-range: the encoder and ASR tests against every pinned ONNX Runtime release from the
+## minimum (1.24) to the newest, and the older ones refused with a clear error
+test-ort-range: deps
+	scripts/ort-range.sh
+
+## dist: dist/edge-<version>-linux-{amd64,arm64}.tar.gz: binary, default model, ONNX Runtime, licences
+dist:
+	scripts/dist.sh amd64 arm64
+
+## test-dist: unpack each tarball into an empty directory and transcribe the demo clip
+## (arm64 under qemu-user)
+test-dist: dist
+	scripts/dist.sh --test amd64 arm64
 
 ## demo: transcribe the bundled clip with the bundled default model
 demo: deps build
@@ -85,4 +138,4 @@ test-cuda-bin: cuda-deps
 	done
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist

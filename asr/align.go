@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/edgespeech/edge/asr/transcript"
 )
@@ -30,40 +31,93 @@ func (e *TooShortError) Error() string {
 		e.Audio.Round(time.Millisecond), e.Frames, e.Tokens+e.Repeats, e.Tokens, e.Repeats)
 }
 
-// tokenize turns text into the model's token ids: Normalize, then every
-// letter its vocabulary id, the word delimiter between words, and every run
-// of letters the vocabulary lacks one wildcard id (== V). It needs a
-// character vocabulary with a word delimiter.
+// tokenize turns text into the model's token ids: Normalize (in the
+// vocabulary's letter case), then the model's own subword tokenizer when it
+// has one (SentencePiece, tokenizer.json), else every letter its
+// vocabulary id with the word delimiter between words. Every run of text
+// the vocabulary lacks becomes one wildcard id (== V).
 func (r *Recognizer) tokenize(text string) (ids []int, stars int, err error) {
 	m := r.manifest
-	if m.WordDelimiter == "" {
-		return nil, 0, fmt.Errorf("model %s has no word delimiter token: aligning text needs a character vocabulary", m.Name)
-	}
-	delim, ok := m.Vocab.ID(m.WordDelimiter)
-	if !ok {
-		return nil, 0, fmt.Errorf("model %s: word delimiter %q is not in the vocabulary", m.Name, m.WordDelimiter)
+	words := strings.Fields(Normalize(text))
+	switch vocabularyCase(m.Vocab.Tokens(), m.Specials()) {
+	case upperCase:
+		for i, w := range words {
+			words[i] = strings.ToUpper(w)
+		}
+	case mixedCase: // a cased vocabulary: keep the text's own case
+		words = strings.Fields(strings.Join(normalizeKeepCase(text), " "))
 	}
 	star := m.Vocab.Len()
-	for i, word := range strings.Fields(Normalize(text)) {
-		if i > 0 {
-			ids = append(ids, delim)
-		}
-		for _, c := range word {
-			id, ok := m.Vocab.ID(string(c))
-			if !ok || id == m.BlankID {
-				if len(ids) > 0 && ids[len(ids)-1] == star {
-					continue
-				}
-				id = star
-				stars++
+	specials := m.Specials()
+	push := func(id int) {
+		if id < 0 || id >= star || id == m.BlankID || specials[id] {
+			if len(ids) > 0 && ids[len(ids)-1] == star {
+				return
 			}
-			ids = append(ids, id)
+			id = star
+			stars++
+		}
+		ids = append(ids, id)
+	}
+	if m.Tok != nil {
+		for _, id := range m.Tok.Encode(strings.Join(words, " ")) {
+			push(id)
+		}
+	} else {
+		if m.WordDelimiter == "" {
+			return nil, 0, fmt.Errorf("model %s has no word delimiter token and no subword tokenizer: cannot encode text", m.Name)
+		}
+		delim, ok := m.Vocab.ID(m.WordDelimiter)
+		if !ok {
+			return nil, 0, fmt.Errorf("model %s: word delimiter %q is not in the vocabulary", m.Name, m.WordDelimiter)
+		}
+		for i, word := range words {
+			if i > 0 {
+				ids = append(ids, delim)
+			}
+			for _, c := range word {
+				id, ok := m.Vocab.ID(string(c))
+				if !ok {
+					id = -1
+				}
+				push(id)
+			}
 		}
 	}
 	if len(ids) == 0 {
 		return nil, 0, fmt.Errorf("the text %q has no words to align", text)
 	}
 	return ids, stars, nil
+}
+
+type letterCase int
+
+const (
+	lowerCase letterCase = iota
+	upperCase
+	mixedCase
+)
+
+// vocabularyCase says whether a vocabulary's letters are lower case (or
+// caseless), upper case (wav2vec2's), or both (a cased model).
+func vocabularyCase(tokens []string, specials map[int]bool) letterCase {
+	var lower, upper bool
+	for id, s := range tokens {
+		if specials[id] {
+			continue
+		}
+		for _, c := range s {
+			lower = lower || unicode.IsLower(c)
+			upper = upper || unicode.IsUpper(c)
+		}
+	}
+	switch {
+	case lower && upper:
+		return mixedCase
+	case upper:
+		return upperCase
+	}
+	return lowerCase
 }
 
 // Align force-aligns text to pcm (mono, at the model's sample rate) and

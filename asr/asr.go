@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/edgespeech/edge/asr/transcript"
+	"github.com/edgespeech/edge/plugins/vad"
 	"github.com/edgespeech/edge/runtime"
 	"github.com/edgespeech/edge/runtime/model"
 
@@ -62,6 +63,15 @@ type Options struct {
 	// than intra-op threads) and 1 when Threads is 0; only the CPU backend
 	// runs more than one. Concurrent calls share the same sessions.
 	Workers int
+	// VAD, when set, opens a voice activity detector (plugins/vad, Silero
+	// VAD v5) that finds the speech in the audio: only speech is encoded,
+	// each segment with a little context (cut into chunks only when longer
+	// than ChunkSeconds; VAD.Rules.MaxSpeech bounds a segment, e.g. 30 s),
+	// and the frames outside it are silence, so audio without speech gives
+	// an empty transcript and long audio is cut at pauses, not by the
+	// clock. Its Library defaults to ORTLib. nil encodes all the audio in
+	// fixed chunks.
+	VAD *vad.Options
 }
 
 // Recognizer transcribes and aligns audio with one model. It is safe for
@@ -79,6 +89,10 @@ type Recognizer struct {
 	chunk    int // samples per chunk, a multiple of stride
 	overlap  int // samples shared by neighbours, a multiple of stride
 	stride   int // samples per encoder output frame
+	// speech finds the speech to encode (nil: all of it); closeSpeech
+	// releases it.
+	speech      speechFinder
+	closeSpeech func() error
 }
 
 // Stats is where the time of one Transcribe, Align or Emissions call went
@@ -132,6 +146,8 @@ func Open(modelPath string, opt Options) (*Recognizer, error) {
 			FrameStride:         time.Duration(m.FrameStride * float64(time.Second)),
 			WordDelimiter:       m.WordDelimiter,
 			SentencePieceMarker: m.SentencePieceMarker,
+			Special:             m.Specials(),
+			FrameOffset:         time.Duration(m.FrameOffset * float64(time.Second)),
 		},
 	}
 	r.backend = opt.Backend
@@ -141,6 +157,17 @@ func Open(modelPath string, opt Options) (*Recognizer, error) {
 	workers := opt.Workers
 	if workers == 0 {
 		workers = max(1, opt.Threads)
+	}
+	if opt.VAD != nil {
+		vo := *opt.VAD
+		if vo.Library == "" {
+			vo.Library = opt.ORTLib
+		}
+		d, err := vad.Open(vo)
+		if err != nil {
+			return nil, err
+		}
+		r.speech, r.closeSpeech = d, d.Close
 	}
 	if opt.Backend.Name() != runtime.CPU.Name() {
 		workers = 1
@@ -155,6 +182,7 @@ func Open(modelPath string, opt Options) (*Recognizer, error) {
 		p, err := runtime.NewPipeline(pipelineConfig(m, modelPath, opt), opt.Backend)
 		if err != nil {
 			_ = r.closePipes()
+			_ = r.closeVAD()
 			return nil, fmt.Errorf("model %s: %w", m.Name, err)
 		}
 		r.pipes = append(r.pipes, p)
@@ -164,6 +192,7 @@ func Open(modelPath string, opt Options) (*Recognizer, error) {
 	if opt.Backend.Name() != runtime.CPU.Name() {
 		if r.dec, err = newDeviceDecoder(m, opt.Backend); err != nil {
 			_ = r.closePipes()
+			_ = r.closeVAD()
 			return nil, fmt.Errorf("model %s: %w", m.Name, err)
 		}
 	}
@@ -225,13 +254,20 @@ type call struct {
 	sink  *Stats // from WithStats, or nil
 }
 
-// Close releases the encoder session and the decoding ops.
+// Close releases the encoder session, the decoding ops and the VAD.
 func (r *Recognizer) Close() error {
-	err := r.closePipes()
+	err := errors.Join(r.closePipes(), r.closeVAD())
 	if r.dec != nil {
 		err = errors.Join(err, r.dec.close())
 	}
 	return err
+}
+
+func (r *Recognizer) closeVAD() error {
+	if r.closeSpeech == nil {
+		return nil
+	}
+	return r.closeSpeech()
 }
 
 // ErrTooShort is returned for audio shorter than one encoder frame.
@@ -288,13 +324,25 @@ func (r *Recognizer) end(c *call) {
 // copyCounter is a backend that counts its host<->device copies (cuda).
 type copyCounter interface{ Stats() runtime.TransferStats }
 
-// emissions returns the stitched log-probs [1, T', V] and T'. One chunk's
-// tensor is returned as the pipeline made it (in device memory on a device
-// backend: the caller frees it); several chunks are stitched in host memory.
+// emissions returns the log-probs [1, T', V] of pcm and T': of its speech
+// (speechEmissions) when the recogniser has a SpeechFinder, else of all of
+// it in chunks. The tensor may be in device memory; the caller releases it.
 func (r *Recognizer) emissions(ctx context.Context, c *call, pcm []float32) (*runtime.Tensor, int, error) {
 	if len(pcm) < 4*r.stride {
 		return nil, 0, fmt.Errorf("%w: %d samples (%v); the model needs at least %d", ErrTooShort, len(pcm), c.stats.Audio, 4*r.stride)
 	}
+	if r.speech != nil {
+		return r.speechEmissions(ctx, c, pcm)
+	}
+	return r.chunkedEmissions(ctx, c, pcm)
+}
+
+// chunkedEmissions encodes pcm (at least 4 frames long) in overlapping
+// chunks and returns the stitched log-probs [1, T', V] and T'. One chunk's
+// tensor is returned as the pipeline made it (in device memory on a device
+// backend: the caller releases it); several chunks are stitched on the
+// device when the backend copies device to device, else in host memory.
+func (r *Recognizer) chunkedEmissions(ctx context.Context, c *call, pcm []float32) (*runtime.Tensor, int, error) {
 	V := r.manifest.Vocab.Len()
 	var st stitcher = &hostStitcher{backend: r.backend, V: V}
 	if dc, ok := r.backend.(deviceCopier); ok {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/edgespeech/edge/runtime/audio"
 )
 
 // streamAll writes pcm to a new stream in pieces of n samples, closes it and
@@ -181,4 +183,22 @@ func TestStreamsConcurrent(t *testing.T) {
 		}
 	}
 	assert.NotEmpty(t, strings.Join(texts, ""))
+}
+
+// TestStreamSilenceWithVAD: with a VAD, silence, noise and a tone stream
+// without results (the model alone invents words on them).
+func TestStreamSilenceWithVAD(t *testing.T) {
+	r := withVAD(t, 30*time.Second, Options{})
+	for _, name := range []string{"silence", "zeros", "noise", "tone"} {
+		pcm, err := audio.Load("../plugins/vad/testdata/"+name+".wav", 16000)
+		require.NoError(t, err)
+		pcm = append(append(pcm, pcm...), pcm...)
+		assert.Empty(t, finals(streamAll(t, r, StreamOptions{}, pcm, 1600)), name)
+	}
+	pcm, texts, _ := utterances(t)
+	var got []string
+	for _, f := range finals(streamAll(t, r, StreamOptions{}, pcm, 1600)) {
+		got = append(got, f.Text)
+	}
+	assert.Equal(t, texts, got, "speech between the silences")
 }

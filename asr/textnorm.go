@@ -84,7 +84,15 @@ func Normalize(text string) string {
 
 // normalizeWord normalises one piece of text into zero or more words.
 func normalizeWord(text string) []string {
-	t := strings.ToLower(strings.ReplaceAll(text, "\u2019", "'"))
+	return normalizeCase(strings.ToLower(text))
+}
+
+// normalizeKeepCase is Normalize's word splitting without lower-casing,
+// for cased vocabularies.
+func normalizeKeepCase(text string) []string { return normalizeCase(text) }
+
+func normalizeCase(text string) []string {
+	t := strings.ReplaceAll(text, "\u2019", "'")
 	t = spellNumbers(t)
 	t = strings.Map(func(r rune) rune {
 		if r == '\'' || unicode.IsLetter(r) || unicode.IsMark(r) {

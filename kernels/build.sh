@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds kernels/edge.fatbin from every kernels/*.cu with nvcc (13.0 on the
-# GPU host) and rewrites kernels/manifest.json: the nvcc version, the targets,
-# the sha256 of every source (*.cu, *.cuh) and of the fatbin. The fatbin holds
-# SASS for sm_87 (Jetson Orin), sm_90a (H100/H200) and sm_110 (Thor) plus
-# compute_87 PTX, which the driver compiles for any newer GPU.
+# GPU host) and rewrites kernels/manifest.json: the nvcc version, the
+# targets, the sha256 of every source (*.cu, *.cuh, *.h) and of the fatbin.
+# The fatbin holds SASS for sm_87 (Jetson Orin), sm_90a (H100/H200) and
+# sm_110 (Thor) plus compute_87 PTX, which the driver compiles for any newer
+# GPU.
 #
 #   kernels/build.sh [OUTDIR]     (default: kernels/; OUTDIR also gets ptxas.log)
 #
@@ -41,7 +42,7 @@ version=$("$NVCC" --version | grep -o 'release [0-9.]*, V[0-9.]*' || "$NVCC" --v
   echo "  \"fatbin\": \"$(sha256sum "$out/edge.fatbin" | cut -d' ' -f1)\","
   echo "  \"sources\": {"
   first=1
-  for f in $(cd "$here" && ls *.cu *.cuh | sort); do
+  for f in $(cd "$here" && ls *.cu *.cuh *.h | sort); do
     [[ $first == 1 ]] || echo ","
     first=0
     printf '    "%s": "%s"' "$f" "$(sha256sum "$here/$f" | cut -d' ' -f1)"

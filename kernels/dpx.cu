@@ -11,9 +11,10 @@
 // to 2 bits per state (CTC, DTW: two 32-bit ballot planes per warp of
 // states) or 16 bits (Viterbi: the argmax), and the backtrace on the device.
 //
-// Every kernel parameter is 8 bytes (pointers, long long, double): the Go
-// launcher passes each argument as one 64-bit word.
+// Each kernel takes one parameter struct of params.h (Dpx*Params), read in
+// place from the parameter space (__grid_constant__).
 #include "dpx_ops.cuh"
+#include "params.h"
 
 // DPXK_DELAY_POST runs before a warp posts its highest state to the next
 // warp (dpx_ctc_warp's pipeline): nothing on the GPU; the host replay
@@ -1243,9 +1244,12 @@ __device__ void dtw(const float* __restrict__ cost, long long N, long long M,
 // for NaN, +Inf and (unless allowNegInf) -Inf. status[3b] gets ~k of the
 // smallest bad flat index k = r*cols + c (0: none) and status[3b+1] the bit
 // pattern of the largest finite |x|. Grid (any, B), any block size.
-extern "C" __global__ void dpx_check(const float* __restrict__ x, long long itemStride, long long rowStride,
-                                     const long long* __restrict__ dims, long long dimStride, long long allowNegInf,
-                                     unsigned long long* __restrict__ status) {
+extern "C" __global__ void dpx_check(const __grid_constant__ DpxCheckParams p) {
+  const float* __restrict__ x = p.x;
+  const long long itemStride = p.itemStride, rowStride = p.rowStride;
+  const long long* __restrict__ dims = p.dims;
+  const long long dimStride = p.dimStride, allowNegInf = p.allowNegInf;
+  unsigned long long* __restrict__ status = p.status;
   const int b = blockIdx.y;
   const long long rows = dims[b * dimStride], cols = dims[b * dimStride + 1];
   const long long n = rows * cols;
@@ -1268,8 +1272,12 @@ extern "C" __global__ void dpx_check(const float* __restrict__ x, long long item
 
 // dpx_quantize writes quant(x[k], scale) to out[k] for k < n and the
 // largest value to *maxq (which the caller initialises low).
-extern "C" __global__ void dpx_quantize(const float* __restrict__ x, long long n, double scale, int* __restrict__ out,
-                                        int* __restrict__ maxq) {
+extern "C" __global__ void dpx_quantize(const __grid_constant__ DpxQuantizeParams p) {
+  const float* __restrict__ x = p.x;
+  const long long n = p.n;
+  const double scale = p.scale;
+  int* __restrict__ out = p.out;
+  int* __restrict__ maxq = p.maxq;
   int mx = INT_MIN;
   for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += (long long)gridDim.x * blockDim.x) {
     const int q = dpxk::quant(x[k], scale);
@@ -1282,151 +1290,132 @@ extern "C" __global__ void dpx_quantize(const float* __restrict__ x, long long n
 
 // dpx_ctc_align_{f32,i32}_p{1,2,4,6,8}: ctcAlign with MP = 1, 2, 4, 6, 8 state
 // passes per thread (the launcher picks the smallest that covers S with
-// blockDim <= 1024); frames is F, the frames per block of staged emissions
+// blockDim <= 1024); p.frames is F, the frames per block of staged emissions
 // and backpointers.
-#define DPX_CTC_ARGS                                                                                     \
-  const float *lp, long long T, long long C, const long long *meta, const int *table, unsigned *bp,     \
-      long long blank, double star, double scale, long long frames, int *alignment, float *frameScores, \
-      float *score, long long *status
+namespace dpxk {
+template <class V, int MP>
+__device__ __forceinline__ void ctcAlign(const DpxCtcParams& p) {
+  ctcAlign<V, MP>(p.lp, p.T, p.C, p.meta, p.table, p.bp, p.blank, p.star, p.scale, (int)p.frames, p.alignment,
+                  p.frameScores, p.score, p.status);
+}
+template <class V, int K>
+__device__ __forceinline__ void ctcWarp(const DpxCtcParams& p) {
+  ctcWarp<V, K>(p.lp, p.T, p.C, p.meta, p.table, p.bp, p.blank, p.star, p.scale, p.frames, p.alignment,
+                p.frameScores, p.score, p.status);
+}
+template <class V>
+__device__ __forceinline__ void viterbi(const DpxViterbiParams& p) {
+  viterbi<V>(p.em, p.T, p.S, static_cast<const V*>(p.trans), static_cast<const V*>(p.priors), p.lens, p.maxq, p.bp,
+             p.scale, p.path, p.score);
+}
+template <class V>
+__device__ __forceinline__ void dtw(const DpxDtwParams& p) {
+  dtw<V>(p.cost, p.N, p.M, p.dims, p.bp, p.scale, p.path, p.pathLen, p.total);
+}
+}  // namespace dpxk
+
 // (Written out, not macro-generated: ptxas 11.8 crashes on the line info of
 // kernels expanded from one macro line.)
-extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p1(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<float, 1>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores,
-                         score, status);
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p1(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcAlign<float, 1>(p);
 }
-extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p2(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<float, 2>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores,
-                         score, status);
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p2(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcAlign<float, 2>(p);
 }
-extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p4(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<float, 4>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores,
-                         score, status);
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p4(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcAlign<float, 4>(p);
 }
-extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p6(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<float, 6>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores,
-                         score, status);
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p6(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcAlign<float, 6>(p);
 }
-extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p8(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<float, 8>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores,
-                         score, status);
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_f32_p8(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcAlign<float, 8>(p);
 }
-extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p1(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<int, 1>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores,
-                         score, status);
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p1(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcAlign<int, 1>(p);
 }
-extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p2(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<int, 2>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores,
-                         score, status);
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p2(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcAlign<int, 2>(p);
 }
-extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p4(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<int, 4>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores,
-                         score, status);
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p4(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcAlign<int, 4>(p);
 }
-extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p6(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<int, 6>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores,
-                       score, status);
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p6(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcAlign<int, 6>(p);
 }
-extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p8(DPX_CTC_ARGS) {
-  dpxk::ctcAlign<int, 8>(lp, T, C, meta, table, bp, blank, star, scale, (int)frames, alignment, frameScores,
-                         score, status);
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_align_i32_p8(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcAlign<int, 8>(p);
 }
 
 // dpx_ctc_warp_{f32,i32}_k{2,4,6,8,12,16,20,24,32}: ctcWarp with K states per
 // thread; any block of whole warps with K*blockDim >= S (the launch bound:
 // 1024 threads for K <= 8, 512 for K <= 16, 128 above, so each keeps its
-// states in registers without spilling); frames is F.
-extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_f32_k2(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<float, 2>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
-                        status);
+// states in registers without spilling); p.frames is F.
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_f32_k2(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcWarp<float, 2>(p);
 }
-extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_f32_k4(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<float, 4>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
-                        status);
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_f32_k4(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcWarp<float, 4>(p);
 }
-extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_f32_k6(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<float, 6>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
-                        status);
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_f32_k6(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcWarp<float, 6>(p);
 }
-extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_f32_k8(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<float, 8>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
-                        status);
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_f32_k8(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcWarp<float, 8>(p);
 }
-extern "C" __global__ void __launch_bounds__(512) dpx_ctc_warp_f32_k12(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<float, 12>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
-                        status);
+extern "C" __global__ void __launch_bounds__(512) dpx_ctc_warp_f32_k12(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcWarp<float, 12>(p);
 }
-extern "C" __global__ void __launch_bounds__(512) dpx_ctc_warp_f32_k16(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<float, 16>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
-                        status);
+extern "C" __global__ void __launch_bounds__(512) dpx_ctc_warp_f32_k16(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcWarp<float, 16>(p);
 }
-extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_f32_k20(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<float, 20>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
-                        status);
+extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_f32_k20(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcWarp<float, 20>(p);
 }
-extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_f32_k24(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<float, 24>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
-                        status);
+extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_f32_k24(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcWarp<float, 24>(p);
 }
-extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_f32_k32(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<float, 32>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
-                        status);
+extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_f32_k32(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcWarp<float, 32>(p);
 }
-extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_i32_k2(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<int, 2>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
-                        status);
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_i32_k2(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcWarp<int, 2>(p);
 }
-extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_i32_k4(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<int, 4>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
-                        status);
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_i32_k4(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcWarp<int, 4>(p);
 }
-extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_i32_k6(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<int, 6>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
-                        status);
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_i32_k6(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcWarp<int, 6>(p);
 }
-extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_i32_k8(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<int, 8>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
-                        status);
+extern "C" __global__ void __launch_bounds__(1024) dpx_ctc_warp_i32_k8(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcWarp<int, 8>(p);
 }
-extern "C" __global__ void __launch_bounds__(512) dpx_ctc_warp_i32_k12(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<int, 12>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
-                        status);
+extern "C" __global__ void __launch_bounds__(512) dpx_ctc_warp_i32_k12(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcWarp<int, 12>(p);
 }
-extern "C" __global__ void __launch_bounds__(512) dpx_ctc_warp_i32_k16(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<int, 16>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
-                        status);
+extern "C" __global__ void __launch_bounds__(512) dpx_ctc_warp_i32_k16(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcWarp<int, 16>(p);
 }
-extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_i32_k20(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<int, 20>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
-                        status);
+extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_i32_k20(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcWarp<int, 20>(p);
 }
-extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_i32_k24(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<int, 24>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
-                        status);
+extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_i32_k24(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcWarp<int, 24>(p);
 }
-extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_i32_k32(DPX_CTC_ARGS) {
-  dpxk::ctcWarp<int, 32>(lp, T, C, meta, table, bp, blank, star, scale, frames, alignment, frameScores, score,
-                        status);
+extern "C" __global__ void __launch_bounds__(128) dpx_ctc_warp_i32_k32(const __grid_constant__ DpxCtcParams p) {
+  dpxk::ctcWarp<int, 32>(p);
 }
 
-extern "C" __global__ void __launch_bounds__(1024)
-    dpx_viterbi_f32(const float* em, long long T, long long S, const float* trans, const float* priors,
-                    const long long* lens, const int* maxq, unsigned short* bp, double scale, int* path,
-                    float* score) {
-  dpxk::viterbi<float>(em, T, S, trans, priors, lens, maxq, bp, scale, path, score);
+extern "C" __global__ void __launch_bounds__(1024) dpx_viterbi_f32(const __grid_constant__ DpxViterbiParams p) {
+  dpxk::viterbi<float>(p);
 }
-extern "C" __global__ void __launch_bounds__(1024)
-    dpx_viterbi_i32(const float* em, long long T, long long S, const int* trans, const int* priors,
-                    const long long* lens, const int* maxq, unsigned short* bp, double scale, int* path,
-                    float* score) {
-  dpxk::viterbi<int>(em, T, S, trans, priors, lens, maxq, bp, scale, path, score);
+extern "C" __global__ void __launch_bounds__(1024) dpx_viterbi_i32(const __grid_constant__ DpxViterbiParams p) {
+  dpxk::viterbi<int>(p);
 }
 
-#define DPX_DTW_ARGS                                                                                     \
-  const float *cost, long long N, long long M, const long long *dims, unsigned *bp, double scale,       \
-      int *path, int *pathLen, float *total
-extern "C" __global__ void __launch_bounds__(1024) dpx_dtw_f32(DPX_DTW_ARGS) {
-  dpxk::dtw<float>(cost, N, M, dims, bp, scale, path, pathLen, total);
+extern "C" __global__ void __launch_bounds__(1024) dpx_dtw_f32(const __grid_constant__ DpxDtwParams p) {
+  dpxk::dtw<float>(p);
 }
-extern "C" __global__ void __launch_bounds__(1024) dpx_dtw_i32(DPX_DTW_ARGS) {
-  dpxk::dtw<int>(cost, N, M, dims, bp, scale, path, pathLen, total);
+extern "C" __global__ void __launch_bounds__(1024) dpx_dtw_i32(const __grid_constant__ DpxDtwParams p) {
+  dpxk::dtw<int>(p);
 }

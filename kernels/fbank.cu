@@ -27,9 +27,10 @@
 // FBANK_MAX_WARPS (register budget), FBANK_MEL_TC (tensor-core mel),
 // FBANK_PREFETCH, FBANK_ABLATE (timing probes).
 //
-// Every kernel parameter is 8 bytes (pointers, long long, double): the Go
-// launcher (gorgonia.org/cu) passes each argument as one 64-bit word.
+// Each kernel takes one parameter struct of params.h (Fbank*Params), read
+// in place from the parameter space (__grid_constant__).
 #include "fbank_frame.cuh"
+#include "params.h"
 
 using fbank::Band;
 using fbank::kWarp;
@@ -70,7 +71,7 @@ constexpr int kStatWarps = 32;  // warps per block of fbank_stats (1024 threads)
 
 
 // Item geometry, one row of 3 long longs per item, computed on the host by
-// plugins/fbank's Config.geometry.
+// plugins/fbank's Config.geometry (the params' items point to B of them).
 // The statistics (maximum, moments) run over the computed frames, as the CPU
 // Frontend's do.
 struct Item {
@@ -557,9 +558,13 @@ __device__ void logmel(const Tile& tl, const float* __restrict__ pcm, long long 
 // that one long clip's few blocks keep enough loads in flight: 188 tiles
 // took 8.5 us with 8), the 32 sums of a feature are added in g0 order;
 // store_moments as finish_item.
-extern "C" __global__ void __launch_bounds__(kStatWarps * kWarp) fbank_stats(const Item* items, const double* partial,
-                                                                           long long groups, long long n_mels,
-                                                                           double eps, double* moments) {
+extern "C" __global__ void __launch_bounds__(kStatWarps * kWarp)
+    fbank_stats(const __grid_constant__ FbankStatsParams p) {
+  const Item* items = reinterpret_cast<const Item*>(p.items);
+  const double* partial = p.partial;
+  const long long groups = p.groups, n_mels = p.nMels;
+  const double eps = p.eps;
+  double* moments = p.moments;
   const long long b = blockIdx.y;
   __shared__ double sums[kStatWarps][kWarp][2];
   const int j = threadIdx.x % kWarp, g0 = threadIdx.x / kWarp;
@@ -786,36 +791,30 @@ __device__ void normalize_tile(const Tile& tl, float* out, const Item* items, lo
 // fbank_logmel (the separate launch): grid (G, B), block 256 threads, block
 // (x, b) does tile x of item b (normalize_tile); dynamic shared memory 3·M
 // floats for kStatsMoments.
-extern "C" __global__ void __launch_bounds__(256) fbank_normalize(float* out, const Item* items, long long n_mels,
-                                                                  long long frames, long long layout,
-                                                                  long long stats, long long tile,
-                                                                  const float* partial, double fixed_floor,
-                                                                  const void* result) {
+extern "C" __global__ void __launch_bounds__(256)
+    fbank_normalize(const __grid_constant__ FbankNormalizeParams p) {
   extern __shared__ float nsm[];
-  normalize_tile<false>(Tile{blockIdx.x, blockIdx.y, gridDim.x, gridDim.y}, out, items, n_mels, frames, layout,
-                        stats, tile, partial, fixed_floor, result, nsm, nullptr, 0);
+  normalize_tile<false>(Tile{blockIdx.x, blockIdx.y, gridDim.x, gridDim.y}, p.out,
+                        reinterpret_cast<const Item*>(p.items), p.nMels, p.frames, p.layout, p.stats, p.tile,
+                        p.partial, p.fixedFloor, p.result, nsm, nullptr, 0);
 }
 
-#define FBANK_LOGMEL_ARGS                                                                                      \
-  const float *pcm, long long pcm_stride, const Item *items, const float *window, const float2 *twN,          \
-      const float2 *colTw, const Band *bands, const float *weights, long long shared_w, long long n_mels,      \
-      long long frames, long long hop, long long pad, long long reflect, double preemph, double guard,         \
-      double floor_, double scale, long long layout, long long steps, float *out, void *partial,               \
-      long long stats, unsigned long long *bad, const float4 *mel_frag, const int4 *mel_tiles,                 \
-      unsigned long long *tickets, double clamp, double eps, void *result, long long fused,                     \
-      unsigned long long *counters, long long *ready, long long epoch, long long tile, double fixed_floor,    \
-      long long lag, long long stages, long long mel_affine
-// The arguments logmel takes (after its tile).
-#define FBANK_LOGMEL_PASS                                                                                     \
-  pcm, pcm_stride, items, window, twN, colTw, bands, weights, shared_w, n_mels, frames, hop, pad, reflect,    \
-      preemph, guard, floor_, scale, layout, steps, out, partial, stats, bad, mel_frag, mel_tiles, tickets,    \
-      clamp, eps, result, fused ? ready : nullptr, epoch, stages, mel_affine
-#define FBANK_LOGMEL_CALL                                                                                     \
-  pcm, pcm_stride, items, window, twN, colTw, bands, weights, shared_w, n_mels, frames, hop, pad, reflect,    \
-      preemph, guard, floor_, scale, layout, steps, out, partial, stats, bad, mel_frag, mel_tiles, tickets,    \
-      clamp, eps, result, fused, counters, ready, epoch, tile, fixed_floor, lag, stages, mel_affine
-
 namespace {
+
+// transform is transform tile tl of fbank_logmel_n{N} (logmel) with the
+// launch's parameters. logmel gets ready only in a fused launch: its
+// item's last block (finish_item) then publishes the item's statistics
+// there for the normalisation tiles.
+template <int N, bool kWide, bool kTabs>
+__device__ __forceinline__ void transform(const Tile& tl, const FbankLogmelParams& p) {
+  logmel<N, kWide, kTabs>(tl, p.pcm, p.pcmStride, reinterpret_cast<const Item*>(p.items), p.window,
+                          reinterpret_cast<const float2*>(p.twN), reinterpret_cast<const float2*>(p.colTw),
+                          reinterpret_cast<const Band*>(p.bands), p.weights, p.sharedW, p.nMels, p.frames, p.hop,
+                          p.pad, p.reflect, p.preemph, p.guard, p.melFloor, p.scale, p.layout, p.steps, p.out,
+                          p.partial, p.stats, p.bad, reinterpret_cast<const float4*>(p.melFrag),
+                          reinterpret_cast<const int4*>(p.melTiles), p.tickets, p.clamp, p.eps, p.result,
+                          p.fused ? p.ready : nullptr, p.epoch, p.stages, p.melAffine);
+}
 
 // entry runs block (blockIdx.x, blockIdx.y) of fbank_logmel_n{N}:
 //   fused = 0: grid (G, B), the block is tile (x, b) (logmel);
@@ -835,15 +834,15 @@ namespace {
 //     the last one resets both (0 at the next launch). Needs tickets (the
 //     in-kernel statistics).
 template <int N, bool kWide, bool kTabs = false>
-__device__ void entry(FBANK_LOGMEL_ARGS) {
-  if (!fused) {
-    logmel<N, kWide, kTabs>(Tile{blockIdx.x, blockIdx.y, gridDim.x, gridDim.y}, FBANK_LOGMEL_PASS);
+__device__ void entry(const FbankLogmelParams& p) {
+  if (!p.fused) {
+    transform<N, kWide, kTabs>(Tile{blockIdx.x, blockIdx.y, gridDim.x, gridDim.y}, p);
     return;
   }
   __shared__ unsigned long long id;
-  if (threadIdx.x == 0) id = atomicAdd(counters, 1ull);
+  if (threadIdx.x == 0) id = atomicAdd(p.counters, 1ull);
   __syncthreads();
-  const long long G = gridDim.x, B = gridDim.y / 2, L = min(lag, B);
+  const long long G = gridDim.x, B = gridDim.y / 2, L = min(p.lag, B);
   long long k = (long long)id, item, norm;  // the tile's item, and whether it normalises
   if (k < L * G) {
     item = k / G, norm = 0;
@@ -853,47 +852,53 @@ __device__ void entry(FBANK_LOGMEL_ARGS) {
     k = k % (2 * G) - (norm ? G : 0);
   } else {
     k -= (B - L) * 2 * G;
-    item = fused == 2 ? B - 1 - k / G : B - L + k / G, norm = 1;
+    item = p.fused == 2 ? B - 1 - k / G : B - L + k / G, norm = 1;
   }
   const Tile tl{k % G, item, G, B};
   if (!norm) {
-    logmel<N, kWide, kTabs>(tl, FBANK_LOGMEL_PASS);
+    transform<N, kWide, kTabs>(tl, p);
   } else if (!(FBANK_ABLATE & 4)) {
     extern __shared__ float2 smem[];
-    normalize_tile<true>(tl, out, items, n_mels, frames, layout, stats, tile, static_cast<const float*>(partial),
-                         fixed_floor, result, reinterpret_cast<float*>(smem), ready, epoch);
+    normalize_tile<true>(tl, p.out, reinterpret_cast<const Item*>(p.items), p.nMels, p.frames, p.layout, p.stats,
+                         p.tile, static_cast<const float*>(p.partial), p.fixedFloor, p.result,
+                         reinterpret_cast<float*>(smem), p.ready, p.epoch);
   }
   __syncthreads();
-  if (threadIdx.x == 0 && atomicAdd(counters + 1, 1ull) == (unsigned long long)(2 * G * B - 1)) {
-    counters[0] = 0;
-    counters[1] = 0;
+  if (threadIdx.x == 0 && atomicAdd(p.counters + 1, 1ull) == (unsigned long long)(2 * G * B - 1)) {
+    p.counters[0] = 0;
+    p.counters[1] = 0;
   }
 }
 
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n400(FBANK_LOGMEL_ARGS) {
-  entry<400, false>(FBANK_LOGMEL_CALL);
+extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS)
+    fbank_logmel_n400(const __grid_constant__ FbankLogmelParams p) {
+  entry<400, false>(p);
 }
 
-extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n512(FBANK_LOGMEL_ARGS) {
-  entry<512, false>(FBANK_LOGMEL_CALL);
+extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS)
+    fbank_logmel_n512(const __grid_constant__ FbankLogmelParams p) {
+  entry<512, false>(p);
 }
 
 // fbank_logmel_n400_wide is fbank_logmel_n400 with logmel's kWide: in the
 // mel_time layout with two stages (Whisper), the rows of two steps written
 // together (whole 128-byte lines a feature), one barrier a step as before.
-extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n400_wide(FBANK_LOGMEL_ARGS) {
-  entry<400, true>(FBANK_LOGMEL_CALL);
+extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS)
+    fbank_logmel_n400_wide(const __grid_constant__ FbankLogmelParams p) {
+  entry<400, true>(p);
 }
 
 // fbank_logmel_n{400,512}_tabs are fbank_logmel_n{N} with logmel's kTabs:
 // the window and the column twiddles copied to shared memory once a block
 // (N·8 bytes more of it, past the filterbank) and read from there.
-extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n400_tabs(FBANK_LOGMEL_ARGS) {
-  entry<400, false, true>(FBANK_LOGMEL_CALL);
+extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS)
+    fbank_logmel_n400_tabs(const __grid_constant__ FbankLogmelParams p) {
+  entry<400, false, true>(p);
 }
 
-extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS) fbank_logmel_n512_tabs(FBANK_LOGMEL_ARGS) {
-  entry<512, false, true>(FBANK_LOGMEL_CALL);
+extern "C" __global__ void __launch_bounds__(kMaxThreads, FBANK_MIN_BLOCKS)
+    fbank_logmel_n512_tabs(const __grid_constant__ FbankLogmelParams p) {
+  entry<512, false, true>(p);
 }

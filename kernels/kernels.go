@@ -1,5 +1,6 @@
 // Package kernels holds the project's CUDA kernels: the CUDA C++ sources
-// (*.cu, *.cuh), the fatbin that build.sh makes of them with nvcc on the GPU
+// (*.cu, *.cuh, and params.h, the kernels' parameter structs, which
+// params.go mirrors for the Go launchers), the fatbin that build.sh makes of them with nvcc on the GPU
 // host (SASS for sm_87, sm_90a and sm_110 plus compute_87 PTX), and
 // manifest.json, which records the sha256 of every source and of the fatbin.
 // TestManifest fails when a source changed and the fatbin and manifest did
@@ -31,7 +32,7 @@ type Manifest struct {
 	NVCC    string `json:"nvcc"`    // nvcc release that built the fatbin
 	Targets string `json:"targets"` // its -gencode flags
 	Fatbin  string `json:"fatbin"`  // sha256 of edge.fatbin, hex
-	// Sources maps every *.cu and *.cuh file name to its sha256, hex.
+	// Sources maps every *.cu, *.cuh and *.h file name to its sha256, hex.
 	Sources map[string]string `json:"sources"`
 }
 

@@ -21,7 +21,7 @@ func TestManifest(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, m.NVCC)
 	var sources []string
-	for _, pat := range []string{"*.cu", "*.cuh"} {
+	for _, pat := range []string{"*.cu", "*.cuh", "*.h"} {
 		got, err := filepath.Glob(pat)
 		require.NoError(t, err)
 		sources = append(sources, got...)

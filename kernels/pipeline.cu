@@ -9,8 +9,8 @@
 // logSoftmaxRows, plugins/dpx's Greedy. Same tie rule (argmax: lowest index),
 // same padding (-1 tokens and spans past an item's length).
 //
-// Every kernel parameter is 8 bytes (pointers, long long, double): the Go
-// launcher passes each argument as one 64-bit word.
+// Each kernel takes one parameter struct of params.h (Pipeline*Params),
+// read in place from the parameter space (__grid_constant__).
 //
 // Budgets (nvcc 13.0 ptxas, sm_90a / sm_87; no spills, no stack): log_softmax
 // 30 registers, no shared memory; normalize_pcm 34 registers, 256 B static
@@ -19,6 +19,8 @@
 // their input, one write of their output).
 #include <cfloat>
 #include <climits>
+
+#include "params.h"
 
 namespace pipek {
 
@@ -84,7 +86,10 @@ __device__ int blockScan(int v, int* scratch, int* total) {
 // reference sums in float64: the results differ by a few ulp of the lse).
 // A row holding NaN gives NaN, like the host's. Grid: ceil(rows / (block/32)),
 // block: a multiple of 32 (256). No shared memory; a few registers a lane.
-extern "C" __global__ void pipeline_log_softmax(const float* __restrict__ x, float* y, long long rows, long long V) {
+extern "C" __global__ void pipeline_log_softmax(const __grid_constant__ PipelineLogSoftmaxParams p) {
+  const float* __restrict__ x = p.x;
+  float* y = p.y;
+  const long long rows = p.rows, V = p.V;
   const long long row = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (row >= rows) return;
@@ -116,8 +121,11 @@ extern "C" __global__ void pipeline_log_softmax(const float* __restrict__ x, flo
 // in float64 and rounded once. x and y must not alias. lengths: i64 [B] in
 // 1..N (checked by the host). Grid: B blocks; block: a multiple of 32
 // (1024); shared memory: 32 doubles (static).
-extern "C" __global__ void pipeline_normalize_pcm(const float* __restrict__ x, float* __restrict__ y,
-                                                  const long long* __restrict__ lengths, long long N) {
+extern "C" __global__ void pipeline_normalize_pcm(const __grid_constant__ PipelineNormalizePCMParams p) {
+  const float* __restrict__ x = p.x;
+  float* __restrict__ y = p.y;
+  const long long* __restrict__ lengths = p.lengths;
+  const long long N = p.N;
   __shared__ double scratch[32];
   const long long b = blockIdx.x, len = lengths[b];
   const float* xb = x + b * N;
@@ -144,9 +152,12 @@ extern "C" __global__ void pipeline_normalize_pcm(const float* __restrict__ x, f
 // indexes k = t*C + c of the item, so ~status[b] is the first one (0: none;
 // the caller zeroes status). One warp per frame; grid (ceil(T / (block/32)), B),
 // block a multiple of 32 (256). No shared memory.
-extern "C" __global__ void pipeline_ctc_argmax(const float* __restrict__ lp, const long long* __restrict__ lengths,
-                                               long long T, long long C, int* __restrict__ labels,
-                                               unsigned long long* __restrict__ status) {
+extern "C" __global__ void pipeline_ctc_argmax(const __grid_constant__ PipelineCtcArgmaxParams p) {
+  const float* __restrict__ lp = p.lp;
+  const long long* __restrict__ lengths = p.lengths;
+  const long long T = p.T, C = p.C;
+  int* __restrict__ labels = p.labels;
+  unsigned long long* __restrict__ status = p.status;
   const long long b = blockIdx.y;
   const long long t = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
@@ -194,9 +205,12 @@ extern "C" __global__ void pipeline_ctc_argmax(const float* __restrict__ lp, con
 // has at most T tokens). One block per item (grid B, block a multiple of 32,
 // 1024), looping over T in tiles of blockDim with a block prefix scan of the
 // run starts; static shared memory: 32 ints.
-extern "C" __global__ void pipeline_ctc_collapse(const int* __restrict__ labels, long long T, long long N,
-                                                 long long blank, long long* __restrict__ tokens,
-                                                 int* __restrict__ spans, long long* __restrict__ tokenLengths) {
+extern "C" __global__ void pipeline_ctc_collapse(const __grid_constant__ PipelineCtcCollapseParams p) {
+  const int* __restrict__ labels = p.labels;
+  const long long T = p.T, N = p.N, blank = p.blank;
+  long long* __restrict__ tokens = p.tokens;
+  int* __restrict__ spans = p.spans;
+  long long* __restrict__ tokenLengths = p.tokenLengths;
   __shared__ int scratch[32];
   const long long b = blockIdx.x;
   const int* lb = labels + b * T;

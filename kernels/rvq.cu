@@ -1,6 +1,6 @@
 // rvq.cu: greedy residual vector quantisation, the GPU side of the
 // `rvq_encode` and `rvq_decode` ops (plugins/rvq, launched by
-// plugins/rvq/op_cuda.go). The CPU op of plugins/rvq is the reference: codes
+// plugins/rvq/device_cuda.go). The CPU op of plugins/rvq is the reference: codes
 // are identical to it (exact), quantized bit-identical whenever the codes
 // agree (same fp32 subtractions and additions in the same order).
 //
@@ -18,7 +18,8 @@
 // x f32 [B*T][D], codes i32 [B*T][Q], quantized f32 [B*T][D]; frame t of
 // item b is row b*T+t and is valid when t < lengths[b] (lengths i32 [B], or
 // null: every frame valid). Padding rows get code -1 and quantized 0.
-// Every kernel parameter is 8 bytes (pointers, long long, double).
+// Each kernel takes one parameter struct of params.h (Rvq*Params), read in
+// place from the parameter space (__grid_constant__).
 //
 // # The fused encoder (rvq_encode_*: mma.sync m16n8k16 bf16, fp32 accumulate)
 //
@@ -79,7 +80,7 @@
 // (partials) + BM*12 (||r||, ||r||^2, decisions) + 16*S (ring barriers)
 // [+ BM*Dp*4 (residual)] [+ kMaxQ*BM*2 + kMaxQ*8 + 512 (codes, stage
 // table and gather barriers: the AW kernels only)]; e.g. 106 KiB for
-// m128n128w24s4p at D = 128, 170 KiB with the residual (..s4pr).
+// m128n128w24s4p at D = 128, 170 KiB with the residual (an r tiling).
 // Registers: MT*NT*4 accumulators + 4*MT + 2*NT fragment registers + 2 or 3
 // per running minimum (2*MT rows a thread); ptxas -v figures are in the
 // fatbin's ptxas.log (see docs/bench/rvq_gpu.md).
@@ -89,7 +90,7 @@
 // Grid: one CTA per 128 rows; block: 384 threads = two compute warpgroups
 // (warpgroup g owns rows [64g, 64g+64), warp w of it rows 16w..16w+15) and
 // one producer warpgroup. One CTA an SM (shared memory: 32 KiB A + S x
-// 16.5 KiB ring at D = 128, e.g. 142 KiB for s6, 206 KiB for s6pwr;
+// 16.5 KiB ring at D = 128, e.g. 142 KiB for s6, 206 KiB for s6pwra;
 // registers: 384 threads start with 168 each, then setmaxnreg gives the
 // producer warpgroup 40 and the compute warpgroups 232: the 2 x 64 fp32
 // accumulators, the running minima and (a variants) the A fragments fit;
@@ -116,7 +117,8 @@
 //     layout) are loaded once a stage into registers (ldmatrix) and the
 //     wgmma read A from there: the tensor cores read only B from shared
 //     memory.
-//   * g variant (D = 256): no A tile. The stage end's update runs k-chunk
+//   * g variant (D = 256; the templates keep it, no kernel of it is
+//     instantiated): no A tile. The stage end's update runs k-chunk
 //     by k-chunk and puts each chunk's bf16 rows through a 2 KiB staging
 //     tile a warp into the next stage's A fragments (ldmatrix); the
 //     chain's first stage loads them from the fp32 residual in global
@@ -127,7 +129,7 @@
 //   * f variant (D = 256): the fp32 residual itself is split bitwise: its
 //     high halves (the bf16 truncation of r) are the A fragments in
 //     registers, its low halves (64 KiB a CTA) in the CTA's global scratch
-//     rows, and the tiles' dimensions are permuted (op_cuda.go's fragDim)
+//     rows, and the tiles' dimensions are permuted (device_layout.go's fragDim)
 //     so that each lane's fragment elements at a k16 step are four
 //     consecutive dimensions of its two rows, and a lane's 16-byte pieces
 //     of a row interleave with its quad's (a warp's load touches one line
@@ -168,6 +170,8 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
+#include "params.h"
+
 namespace rvqk {
 
 constexpr int kBK = 64;        // k-chunk (dimensions) of one ring slot
@@ -195,7 +199,7 @@ __device__ __forceinline__ float joinLo(uint32_t hi, uint32_t lo) { return __uin
 __device__ __forceinline__ float joinHi(uint32_t hi, uint32_t lo) { return __uint_as_float(__byte_perm(lo, hi, 0x7632)); }
 
 // fragDim0 is the first of the four consecutive dimensions that lane
-// (g, t) of the f kernel holds at k16 step s (op_cuda.go's fragDim): lane t
+// (g, t) of the f kernel holds at k16 step s (device_layout.go's fragDim): lane t
 // has the 16-byte pieces t of every 64-byte group of a row, steps 2m and
 // 2m + 1 in piece t of group m, so that a warp's loads of its rows touch
 // one 128-byte line a row an instruction.
@@ -614,25 +618,15 @@ struct SlotCopy {
   }
 };
 
-struct Params {
-  const float* x;
-  const int* lengths;
-  long long rows, T, D, Dp, Q, split;
-  const uint16_t* words;
-  const uint16_t* tiles;  // pre-swizzled [tile][128][64] bf16 (bulk path)
-  const float* hn;
-  const int* meta;
-  int* codes;
-  float* out;
-  float* res;  // scratch [rows rounded up to 256][Dp] (the kWhole kernels read every row of their CTA)
-  int* stats;  // [0]: rows re-scored exactly (counted with atomicAdd)
-  // The input check (rvq_check's, fused): a valid row whose fp32 squared
-  // norm (this kernel's order) is not <= limit (non-finite values
-  // included) sets *status to the lowest such row (atomicMin); the host
-  // re-checks it with the CPU's rule. status null: no check.
-  double limit;
-  unsigned long long* status;
-};
+// Params is the fused encoder's parameter struct (params.h). tiles: words
+// pre-swizzled as [tile][128][64] bf16 (bulk path). res: scratch [rows
+// rounded up to 256][Dp] (the kWhole kernels read every row of their CTA).
+// stats[0]: rows re-scored exactly (counted with atomicAdd). The input
+// check (rvq_check's, fused): a valid row whose fp32 squared norm (this
+// kernel's order) is not <= limit (non-finite values included) sets
+// *status to the lowest such row (atomicMin); the host re-checks it with
+// the CPU's rule. status null: no check.
+using Params = RvqEncodeParams;
 
 template <int BM, int BN, int WM, int WN, int S>
 struct Cfg {
@@ -671,7 +665,7 @@ __host__ __device__ constexpr size_t aTileBytes(int Dp) {
 }
 
 // The fused kernels' shared memory after their ring barriers (the layout
-// of encodeChain's first lines; op_cuda.go's variant.shared sizes it):
+// of encodeChain's first lines; variants_cuda.go's variant.shared sizes it):
 // sharedRows, the fp32 residual rows ([BM][Dp], RS only); stageCodes, the
 // [kMaxQ][BM] uint16 table of every stage's code of every row; stageMeta,
 // [kMaxQ][2] ints (each stage's codeword offset and K); gatherBar, the
@@ -1106,7 +1100,7 @@ __device__ __forceinline__ void encodeChain(const Params& p, int q0, int q1, lon
   // kStaged: this build runs g's update (the fragments by staging tiles).
   constexpr bool kStaged = AR == 2 && kNoATile<AR> && AW && WG && PW;
   // ---- kFrag chain start (fragStart: the layout). The f kernel's tiles
-  // (p.tiles) hold every codeword with its dimensions permuted (op_cuda.go's
+  // (p.tiles) hold every codeword with its dimensions permuted (device_layout.go's
   // fragTiles) to match: the tensor cores' column 16s + 2t + {0, 1, 8, 9}
   // of k16 step s is dimension fragDim0(s, t) + {0, 1, 2, 3}. The CTA's
   // scratch rows hold the low halves (loS, 64 KiB of its 128) and a warp's
@@ -1864,44 +1858,30 @@ __device__ __forceinline__ void encode(const Params& p) {
 
 }  // namespace rvqk
 
-#define RVQ_ENCODE_ARGS                                                                                         \
-  const float *x, const int *lengths, long long rows, long long T, long long D, long long Dp, long long Q,       \
-      long long split, const uint16_t *words, const uint16_t *tiles, const float *hn, const int *meta, int *codes, \
-      float *out, float *res, int *stats, double limit, unsigned long long *status
-#define RVQ_PARAMS \
-  rvqk::Params { x, lengths, rows, T, D, Dp, Q, split, words, tiles, hn, meta, codes, out, res, stats, limit, status }
-
 // Variants (BM, BN, WM x WN warps, ring depth S); the Go launcher picks one
 // per D (shared memory) and $EDGE_RVQ_VARIANT overrides it for sweeps.
 // AR (AK > 0 only): 1 (the a suffix) the A operand in registers, loaded
-// from the A tile; 2 (g) handed to the next stage by the update.
+// from the A tile; 2 (g; no variant of it is instantiated) handed to the
+// next stage by the update; 3 (f) the residual's high halves.
 #define RVQ_VARIANT(name, BM, BN, WM, WN, S, MINB, WG, B, RS, PW, AK, AR)                                    \
   extern "C" __global__ void __launch_bounds__(WM * WN * 32 + (AK > 0 ? 128 : PW ? 32 : 0), MINB)                \
-      name(RVQ_ENCODE_ARGS) {                                                                                   \
+      name(const __grid_constant__ RvqEncodeParams p) {                                                          \
     static_assert(!(AR) || (AK) > 0, "A in registers needs the AW pipeline");                                 \
-    rvqk::encode<BM, BN, WM, WN, S, WG, rvqk::B, RS, PW, AK, AR>(RVQ_PARAMS);                                 \
+    rvqk::encode<BM, BN, WM, WN, S, WG, rvqk::B, RS, PW, AK, AR>(p);                                          \
   }
 // name: m<BM> n<BN> w<WM><WN> (warps) s<ring depth>, p: packed running
 // minimum (all), r: fp32 residual in shared memory, x2: two CTAs an SM,
 // w: a producer warp (one more warp in the block) streams the ring, a: the
-// A operand in registers, g: the same without an A tile, f: the fp32
-// residual in the A registers (high halves) and global scratch (low halves).
+// A operand in registers, f: the fp32 residual in the A registers (high
+// halves) and global scratch (low halves). Only the variants the launcher
+// (plugins/rvq/variants_cuda.go) can pick are instantiated.
+// mma.sync, the choice off Hopper (and on Hopper for the widest rows).
 RVQ_VARIANT(rvq_encode_m128n128w24s4p, 128, 128, 2, 4, 4, 1, false, Best, false, false, 0, 0)
-RVQ_VARIANT(rvq_encode_m128n128w24s4pr, 128, 128, 2, 4, 4, 1, false, Best, true, false, 0, 0)
-RVQ_VARIANT(rvq_encode_m128n256w24s3p, 128, 256, 2, 4, 3, 1, false, Best, false, false, 0, 0)
 RVQ_VARIANT(rvq_encode_m64n128w14s4p, 64, 128, 1, 4, 4, 1, false, Best, false, false, 0, 0)
-// mma.sync with whole N-tiles per warp (WN = 1: warp-local stage end).
-RVQ_VARIANT(rvq_encode_m256n128w81s4p, 256, 128, 8, 1, 4, 1, false, Best, false, false, 0, 0)
-RVQ_VARIANT(rvq_encode_m128n128w41s4px2, 128, 128, 4, 1, 4, 2, false, Best, false, false, 0, 0)
-RVQ_VARIANT(rvq_encode_m128n128w41s4pwx2, 128, 128, 4, 1, 4, 2, false, Best, false, true, 0, 0)
 // Hopper: wgmma m64n128k16 from shared memory, a warpgroup per 64 rows (the
 // mma.sync tiling WM x 1 warps, 16 rows x 128 codewords a warp, elsewhere).
-RVQ_VARIANT(rvq_encode_wg_m128n128s4p, 128, 128, 8, 1, 4, 1, true, Best, false, false, 0, 0)
-RVQ_VARIANT(rvq_encode_wg_m128n128s4pw, 128, 128, 8, 1, 4, 1, true, Best, false, true, 0, 0)
-RVQ_VARIANT(rvq_encode_wg_m128n128s6pw, 128, 128, 8, 1, 6, 1, true, Best, false, true, 0, 0)
 RVQ_VARIANT(rvq_encode_wg_m128n128s3px2, 128, 128, 8, 1, 3, 2, true, Best, false, false, 0, 0)
 RVQ_VARIANT(rvq_encode_wg_m128n128s3pwx2, 128, 128, 8, 1, 3, 2, true, Best, false, true, 0, 0)
-RVQ_VARIANT(rvq_encode_wg_m192n128s4p, 192, 128, 12, 1, 4, 1, true, Best, false, false, 0, 0)
 RVQ_VARIANT(rvq_encode_wg_m192n128s4pw, 192, 128, 12, 1, 4, 1, true, Best, false, true, 0, 0)
 RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, Best, false, false, 0, 0)
 // Hopper, asynchronous N-tiles (wa): two accumulator sets per warpgroup, the
@@ -1910,18 +1890,7 @@ RVQ_VARIANT(rvq_encode_wg_m256n128s3p, 256, 128, 16, 1, 3, 1, true, Best, false,
 // The pipeline is compiled for one padded width (the _d<Dp> suffix, AK =
 // Dp / 64 k-chunks a tile, S >= 2 AK ring slots); elsewhere than sm_90a the
 // same kernels run the plain loop for any D.
-RVQ_VARIANT(rvq_encode_wa_m128n128s6pw_d128, 128, 128, 8, 1, 6, 1, true, Best, false, true, 2, 0)
-RVQ_VARIANT(rvq_encode_wa_m128n128s8pw_d128, 128, 128, 8, 1, 8, 1, true, Best, false, true, 2, 0)
-RVQ_VARIANT(rvq_encode_wa_m128n128s6pwr_d128, 128, 128, 8, 1, 6, 1, true, Best, true, true, 2, 0)
-// N-tiles of 64 codewords (wgmma m64n64k16): half the ring bytes a tile, so
-// that D = 256 keeps two tiles in flight and two more loading.
-RVQ_VARIANT(rvq_encode_wa_m128n64s16pw_d256, 128, 64, 8, 1, 16, 1, true, Best, false, true, 4, 0)
 RVQ_VARIANT(rvq_encode_wa_m128n128s6pwra_d128, 128, 128, 8, 1, 6, 1, true, Best, true, true, 2, 1)
-RVQ_VARIANT(rvq_encode_wa_m128n64s16pwa_d256, 128, 64, 8, 1, 16, 1, true, Best, false, true, 4, 1)
-// g: the A fragments handed from each stage's update to the next (staging
-// tiles, no A tile on sm_90a): at D = 256 a ring of 12 slots of 128
-// codewords, a whole N-tile loading while two are held.
-RVQ_VARIANT(rvq_encode_wa_m128n128s12pwg_d256, 128, 128, 8, 1, 12, 1, true, Best, false, true, 4, 2)
 // f: the fp32 residual split between the A fragments (high halves) and
 // global scratch (low halves), updated in place: at D = 256 a ring of 13
 // slots, the op's choice there.
@@ -1932,10 +1901,14 @@ RVQ_VARIANT(rvq_encode_wa_m128n128s13pwf_d256, 128, 128, 8, 1, 13, 1, true, Best
 // row rows[blockIdx.y] (residual src: x for the chain's first stage, else
 // res) and the CTA's lowest (score, index) goes to keys[blockIdx.y] with
 // atomicMin. D <= 1024: the residual row is staged in shared memory.
-extern "C" __global__ void __launch_bounds__(256) rvq_small_score(const float* x, const float* res, long long first,
-                                                                  const int* rowList, long long D, long long Dp,
-                                                                  const uint16_t* words, const float* hn, long long off,
-                                                                  long long K, unsigned long long* keys) {
+extern "C" __global__ void __launch_bounds__(256) rvq_small_score(const __grid_constant__ RvqSmallScoreParams p) {
+  const float* x = p.x;
+  const float* res = p.res;
+  const int* rowList = p.rowList;
+  const long long first = p.first, D = p.D, Dp = p.Dp, off = p.off, K = p.K;
+  const uint16_t* words = p.words;
+  const float* hn = p.hn;
+  unsigned long long* keys = p.keys;
   __shared__ float r[1024];
   __shared__ unsigned long long wk[8];
   const long long row = rowList[blockIdx.y];
@@ -1959,12 +1932,17 @@ extern "C" __global__ void __launch_bounds__(256) rvq_small_score(const float* x
 // chain sum (out for the first chain, acc for the second) += C_j (= C_j on
 // the chain's first stage); on the second chain's last stage out += acc.
 // keys[i] is reset to all ones for the next stage.
-extern "C" __global__ void __launch_bounds__(128) rvq_small_update(const float* x, float* res, float* acc, float* out,
-                                                                   int* codes, const int* rowList, long long D,
-                                                                   long long Dp, long long Q, long long q,
-                                                                   long long first, long long secondChain,
-                                                                   long long last, const uint16_t* words, long long off,
-                                                                   unsigned long long* keys) {
+extern "C" __global__ void __launch_bounds__(128) rvq_small_update(const __grid_constant__ RvqSmallUpdateParams p) {
+  const float* x = p.x;
+  float* res = p.res;
+  float* acc = p.acc;
+  float* out = p.out;
+  int* codes = p.codes;
+  const int* rowList = p.rowList;
+  const long long D = p.D, Dp = p.Dp, Q = p.Q, q = p.stage, first = p.first, secondChain = p.secondChain,
+                  last = p.last, off = p.off;
+  const uint16_t* words = p.words;
+  unsigned long long* keys = p.keys;
   const long long row = rowList[blockIdx.x];
   const int j = static_cast<int>(keys[blockIdx.x] & 0xffffffffu);
   const float* src = first ? x + row * D : res + row * Dp;
@@ -2003,9 +1981,16 @@ extern "C" __global__ void __launch_bounds__(128) rvq_small_update(const float* 
 #define RVQ_STREAM_CLUSTER
 #endif
 extern "C" __global__ void RVQ_STREAM_CLUSTER __launch_bounds__(256)
-    rvq_stream(const float* x, const int* rowList, long long D, long long Dp, long long Q, long long split,
-               const uint16_t* words, const float* hn, const int* meta, int* codes, float* out) {
+    rvq_stream(const __grid_constant__ RvqStreamParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const float* x = p.x;
+  const int* rowList = p.rowList;
+  const long long D = p.D, Dp = p.Dp, Q = p.Q, split = p.split;
+  const uint16_t* words = p.words;
+  const float* hn = p.hn;
+  const int* meta = p.meta;
+  int* codes = p.codes;
+  float* out = p.out;
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
   __shared__ float r[1024];
@@ -2066,8 +2051,11 @@ extern "C" __global__ void RVQ_STREAM_CLUSTER __launch_bounds__(256)
 
 // rvq_pad_rows gives padding rows (t >= lengths[b]) code -1 and quantized 0.
 // Grid ceil(rows/8), block 256: a warp per row.
-extern "C" __global__ void __launch_bounds__(256) rvq_pad_rows(const int* lengths, long long rows, long long T,
-                                                                long long D, long long Q, int* codes, float* out) {
+extern "C" __global__ void __launch_bounds__(256) rvq_pad_rows(const __grid_constant__ RvqPadRowsParams p) {
+  const int* lengths = p.lengths;
+  const long long rows = p.rows, T = p.T, D = p.D, Q = p.Q;
+  int* codes = p.codes;
+  float* out = p.out;
   long long row = static_cast<long long>(blockIdx.x) * 8 + (threadIdx.x >> 5);
   if (row >= rows || rvqk::rowValid(row, T, lengths)) return;
   for (int d = threadIdx.x & 31; d < D; d += 32) out[row * D + d] = 0.f;
@@ -2080,9 +2068,12 @@ extern "C" __global__ void __launch_bounds__(256) rvq_pad_rows(const int* length
 // lowest such row (atomicMin; the host sets it to all ones first).
 // Grid ceil(rows/8), block 256: a warp per row. The host re-checks the
 // flagged row with the CPU's exact rule and message.
-extern "C" __global__ void __launch_bounds__(256) rvq_check(const float* x, const int* lengths, long long rows,
-                                                             long long T, long long D, double limit,
-                                                             unsigned long long* status) {
+extern "C" __global__ void __launch_bounds__(256) rvq_check(const __grid_constant__ RvqCheckParams p) {
+  const float* x = p.x;
+  const int* lengths = p.lengths;
+  const long long rows = p.rows, T = p.T, D = p.D;
+  const double limit = p.limit;
+  unsigned long long* status = p.status;
   long long row = static_cast<long long>(blockIdx.x) * 8 + (threadIdx.x >> 5);
   if (row >= rows || !rvqk::rowValid(row, T, lengths)) return;
   float ss = 0.f;
@@ -2103,11 +2094,14 @@ extern "C" __global__ void __launch_bounds__(256) rvq_check(const float* x, cons
 // outside 0..K_q-1 on a valid row sets status[0] = min(row*Q + q) (atomicMin;
 // the host formats the error) and the row is left as it is. Padding rows get
 // 0.
-extern "C" __global__ void __launch_bounds__(256) rvq_decode(const int* codes, const int* lengths, long long rows,
-                                                              long long T, long long D, long long Dp, long long Q,
-                                                              long long split, const uint16_t* words,
-                                                              const int* meta, float* out,
-                                                              unsigned long long* status) {
+extern "C" __global__ void __launch_bounds__(256) rvq_decode(const __grid_constant__ RvqDecodeParams p) {
+  const int* codes = p.codes;
+  const int* lengths = p.lengths;
+  const long long rows = p.rows, T = p.T, D = p.D, Dp = p.Dp, Q = p.Q, split = p.split;
+  const uint16_t* words = p.words;
+  const int* meta = p.meta;
+  float* out = p.out;
+  unsigned long long* status = p.status;
   long long row = static_cast<long long>(blockIdx.x) * 8 + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (row >= rows) return;

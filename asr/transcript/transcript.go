@@ -34,6 +34,17 @@ type Config struct {
 	// SentencePieceMarker, when set, is the prefix of a token that starts a
 	// new word (SentencePiece's "▁"); it is stripped from the word's text.
 	SentencePieceMarker string
+	// Special marks token ids whose symbols never join a word's text
+	// (<s>, </s>, <unk>, ...); they still take part in alignment.
+	Special map[int]bool
+	// FrameOffset is added to every frame time (the centre of frame 0's
+	// receptive field less half a frame; 0 for most models). Times stay >= 0.
+	FrameOffset time.Duration
+}
+
+// frameTime is the time of frame boundary f.
+func (c *Config) frameTime(f int) time.Duration {
+	return max(0, time.Duration(f)*c.FrameStride+c.FrameOffset)
 }
 
 func (c *Config) validate(C int) error {
@@ -59,7 +70,7 @@ type Token struct {
 	// StartFrame and EndFrame delimit its frames [StartFrame, EndFrame).
 	StartFrame int
 	EndFrame   int
-	// Start and End are the frames' times: frame * FrameStride.
+	// Start and End are the frames' times: frame * FrameStride + FrameOffset.
 	Start time.Duration
 	End   time.Duration
 	// LogProb is the sum of its frames' log-probs; Confidence the mean of
@@ -197,7 +208,7 @@ func FromSpans(spans []dpx.Span, logProbs []float32, C int, cfg Config) (*Transc
 	tr := &Transcript{Duration: time.Duration(T) * cfg.FrameStride, Tokens: make([]Token, len(spans))}
 	for i, s := range spans {
 		tok := Token{ID: int(s.Token), StartFrame: int(s.Start), EndFrame: int(s.End),
-			Start: time.Duration(s.Start) * cfg.FrameStride, End: time.Duration(s.End) * cfg.FrameStride}
+			Start: cfg.frameTime(int(s.Start)), End: cfg.frameTime(int(s.End))}
 		if tok.ID < C {
 			tok.Text = cfg.Vocabulary[tok.ID]
 			var p float64
@@ -236,6 +247,9 @@ func words(tokens []Token, cfg Config) []Word {
 	}
 	for i, tok := range tokens {
 		s := tok.Text
+		if cfg.Special[tok.ID] {
+			continue
+		}
 		if cfg.WordDelimiter != "" && s == cfg.WordDelimiter {
 			flush()
 			continue

@@ -18,6 +18,7 @@ var configKeys = []string{
 	"chunk_seconds", "execution_provider", "ort_cuda_ep", "fallback", "bind", "progress",
 	"strict", "raw", "rate", "channels", "quiet",
 	"stream_chunk", "stream_left", "stream_look_ahead", "partials",
+	"vad", "max_segment", "vad_threshold",
 	"kernels_fatbin", // EDGE_KERNELS_FATBIN, read by package kernels
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/edgespeech/edge/asr"
 	"github.com/edgespeech/edge/asr/transcript"
+	"github.com/edgespeech/edge/plugins/vad"
 	"github.com/edgespeech/edge/runtime"
 	"github.com/edgespeech/edge/runtime/audio"
 	"github.com/edgespeech/edge/runtime/onnx"
@@ -54,7 +54,7 @@ func asrFlags(fs *pflag.FlagSet) {
 
 // modelFlags adds the flags that say which model runs where.
 func modelFlags(fs *pflag.FlagSet) {
-	fs.String("model", "", "model directory with model.yaml (default: models/default, also next to the binary)")
+	fs.String("model", "", "model directory: a model.yaml, or an export edge detects (default: models/default, beside the binary, or PREFIX/share/edge)")
 	fs.Int("threads", 0, "encoder threads (0: one per core)")
 	fs.String("ort-lib", "", "ONNX Runtime library (default $EDGE_ORT_LIB, then the cache of scripts/fetch-ort.sh)")
 	fs.String("config", "", "YAML config file (layered: file < EDGE_* env < flags)")
@@ -64,6 +64,9 @@ func modelFlags(fs *pflag.FlagSet) {
 	fs.String("ort-cuda-ep", "", "ONNX Runtime's CUDA plugin EP library, libonnxruntime_providers_cuda.so (default $"+onnx.EnvCUDAEP+")")
 	fs.String("fallback", "", "cpu: run the encoder on the CPU when the CUDA provider cannot be used (default: fail)")
 	fs.String("bind", onnx.BindDevice, "encoder I/O on --backend cuda with --execution-provider cuda: device (zero-copy) or host (round trips, for comparison)")
+	fs.Bool("vad", true, "encode only the speech Silero VAD finds (no words on silence; long audio cut at pauses); --vad=false encodes everything in fixed chunks")
+	fs.Duration("max-segment", 30*time.Second, "longest speech segment encoded at once; longer speech is split at its longest pause")
+	fs.Float64("vad-threshold", 0.5, "speech probability above which a 32 ms window is speech")
 }
 
 func formatNames() string {
@@ -80,7 +83,23 @@ func openRecognizer(k *koanf.Koanf) (*asr.Recognizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec, err := asr.Open(modelDir(k.String("model")), asr.Options{
+	var speech *vad.Options
+	if k.Bool("vad") {
+		rules := vad.DefaultRules()
+		rules.Threshold, rules.MaxSpeech = k.Float64("vad_threshold"), k.Duration("max_segment")
+		if err := rules.Validate(); err != nil {
+			_ = backend.Close()
+			return nil, fmt.Errorf("--vad-threshold / --max-segment: %v: %w", err, errUsage)
+		}
+		speech = &vad.Options{Rules: &rules}
+	}
+	dir, err := modelDir(k.String("model"))
+	if err != nil {
+		_ = backend.Close()
+		return nil, err
+	}
+	rec, err := asr.Open(dir, asr.Options{
+		VAD:          speech,
 		ORTLib:       k.String("ort_lib"),
 		Threads:      k.Int("threads"),
 		ChunkSeconds: k.Float64("chunk_seconds"),
@@ -101,23 +120,12 @@ func openRecognizer(k *koanf.Koanf) (*asr.Recognizer, error) {
 }
 
 // modelDir resolves the model flag: given paths are used as they are; the
-// default is models/default in the working directory, else beside the
-// binary (bin/edge -> models/default).
-func modelDir(flag string) string {
+// default model is looked for where findDefaultModel says (models.go).
+func modelDir(flag string) (string, error) {
 	if flag != "" {
-		return flag
+		return flag, nil
 	}
-	const def = "models/default"
-	if _, err := os.Stat(def); err == nil {
-		return def
-	}
-	if exe, err := os.Executable(); err == nil {
-		beside := filepath.Join(filepath.Dir(exe), "..", def)
-		if _, err := os.Stat(beside); err == nil {
-			return beside
-		}
-	}
-	return def
+	return findDefaultModel()
 }
 
 // parseFormat reads --format.

@@ -32,6 +32,7 @@
 #define __forceinline__ inline
 #define __shared__
 #define __launch_bounds__(x)
+#define __grid_constant__
 #define __align__(x) __attribute__((aligned(x)))
 
 using std::max;
@@ -119,6 +120,8 @@ T atomicMax(T* p, T v) {
 
 // Readers of dpx_ctc_warp's pipeline arrive before the writers.
 #define DPXK_DELAY_POST() std::this_thread::sleep_for(std::chrono::microseconds(300))
+// The parameter structs hold host pointers here (typed, as in CUDA).
+#define EDGE_PARAMS_HOST_POINTERS
 #include "../dpx.cu"
 
 template <class F>
@@ -188,7 +191,7 @@ int main(int argc, char** argv) {
     // launcher picks it.
     const long long need = (maxS + bd - 1) / bd;
     const int pi = need <= 1 ? 0 : need <= 2 ? 1 : need <= 4 ? 2 : need <= 6 ? 3 : 4;
-    using Kernel = void (*)(DPX_CTC_ARGS);
+    using Kernel = void (*)(const DpxCtcParams);
     const Kernel f32[] = {dpx_ctc_align_f32_p1, dpx_ctc_align_f32_p2, dpx_ctc_align_f32_p4, dpx_ctc_align_f32_p6,
                           dpx_ctc_align_f32_p8};
     const Kernel i32k[] = {dpx_ctc_align_i32_p1, dpx_ctc_align_i32_p2, dpx_ctc_align_i32_p4, dpx_ctc_align_i32_p6,
@@ -221,10 +224,11 @@ int main(int argc, char** argv) {
       bp.assign(words + 2, 0xdeadbeefu);
     }
     std::memset(dpxk::smem, 0x5A, sizeof dpxk::smem);  // stale shared memory (positive words: a missed initialisation shows)
-    launch(B, 1, bd, [&] {
-      k(lp.data(), T, C, meta.data(), table.data(), bp.data(), blank, star, scale, frames, ali.data(), fs.data(),
-        score.data(), status.data());
-    });
+    const DpxCtcParams p{.lp = lp.data(), .T = T, .C = C, .meta = meta.data(), .table = table.data(),
+                         .bp = bp.data(), .blank = blank, .star = star, .scale = scale, .frames = frames,
+                         .alignment = ali.data(), .frameScores = fs.data(), .score = score.data(),
+                         .status = status.data()};
+    launch(B, 1, bd, [&] { k(p); });
     writev("alignment.i32", ali);
     writev("frame_scores.f32", fs);
     writev("score.f32", score);
@@ -238,19 +242,23 @@ int main(int argc, char** argv) {
     auto lens = readv<long long>("lens.i64");
     std::vector<int> trq(S * S), prq(S), maxq(2, (int)0x80808080);
     if (i32) {
-      launch(3, 1, 64, [&] { dpx_quantize(tr.data(), S * S, scale, trq.data(), maxq.data()); });
-      launch(2, 1, 32, [&] { dpx_quantize(pr.data(), S, scale, prq.data(), maxq.data() + 1); });
+      const DpxQuantizeParams qt{.x = tr.data(), .n = S * S, .scale = scale, .out = trq.data(), .maxq = maxq.data()};
+      const DpxQuantizeParams qp{.x = pr.data(), .n = S, .scale = scale, .out = prq.data(), .maxq = maxq.data() + 1};
+      launch(3, 1, 64, [&] { dpx_quantize(qt); });
+      launch(2, 1, 32, [&] { dpx_quantize(qp); });
     }
     std::vector<unsigned short> bp(B * max(T - 1, 1LL) * S, 0xbeef);
     std::vector<int> path(B * T, 12345);
     std::vector<float> score(B, 777.f);
+    const DpxViterbiParams p{.em = em.data(), .T = T, .S = S, .trans = i32 ? (const void*)trq.data() : tr.data(),
+                             .priors = i32 ? (const void*)prq.data() : pr.data(), .lens = lens.data(),
+                             .maxq = maxq.data(), .bp = bp.data(), .scale = scale, .path = path.data(),
+                             .score = score.data()};
     launch(B, 1, bd, [&] {
       if (i32)
-        dpx_viterbi_i32(em.data(), T, S, trq.data(), prq.data(), lens.data(), maxq.data(), bp.data(), scale,
-                        path.data(), score.data());
+        dpx_viterbi_i32(p);
       else
-        dpx_viterbi_f32(em.data(), T, S, tr.data(), pr.data(), lens.data(), maxq.data(), bp.data(), scale,
-                        path.data(), score.data());
+        dpx_viterbi_f32(p);
     });
     writev("path.i32", path);
     writev("score.f32", score);
@@ -265,12 +273,16 @@ int main(int argc, char** argv) {
     std::vector<int> path(B * (N + M) * 2, 12345), plen(B, -7);
     std::vector<float> total(B, 777.f);
     std::vector<unsigned long long> status(3 * B, 0);
-    launch(2, B, 64, [&] { dpx_check(cost.data(), N * M, M, dims.data(), 2, 0, status.data()); });
+    const DpxCheckParams c{.x = cost.data(), .itemStride = N * M, .rowStride = M, .dims = dims.data(),
+                           .dimStride = 2, .allowNegInf = 0, .status = status.data()};
+    const DpxDtwParams p{.cost = cost.data(), .N = N, .M = M, .dims = dims.data(), .bp = bp.data(), .scale = scale,
+                         .path = path.data(), .pathLen = plen.data(), .total = total.data()};
+    launch(2, B, 64, [&] { dpx_check(c); });
     launch(B, 1, bd, [&] {
       if (i32)
-        dpx_dtw_i32(cost.data(), N, M, dims.data(), bp.data(), scale, path.data(), plen.data(), total.data());
+        dpx_dtw_i32(p);
       else
-        dpx_dtw_f32(cost.data(), N, M, dims.data(), bp.data(), scale, path.data(), plen.data(), total.data());
+        dpx_dtw_f32(p);
     });
     writev("path.i32", path);
     writev("path_len.i32", plen);

@@ -31,9 +31,6 @@ func set2(row []uint64, s int, v uint64) {
 	*w = *w&^(3<<sh) | v<<sh
 }
 
-// bytesPerRow is the memory of one row of width states.
-func bits2RowBytes(width int) int64 { return int64((width+31)/32) * 8 }
-
 // planes is a matrix of 2-bit values stored as two bit planes per row
 // (the layout the AVX2 kernel writes with one VMOVMSKPS per plane and
 // 8 states): bit s%8 of byte s/8 of plane 0 is bit 0 of element s, plane 1

@@ -239,6 +239,9 @@ func TestAlignNoTargets(t *testing.T) {
 	assert.Equal(t, float32(-6), got.Score)
 }
 
+// bits2RowBytes is the memory of one row of width 2-bit states.
+func bits2RowBytes(width int) int64 { return int64((width+31)/32) * 8 }
+
 func TestPlanSegments(t *testing.T) {
 	// One hour at 20 ms, 50000 tokens: plain 2-bit backpointers need 4.5 GB;
 	// the plan keeps checkpoints plus one segment well under 1 GB.

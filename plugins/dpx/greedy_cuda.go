@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 
+	kern "github.com/edgespeech/edge/kernels"
 	rt "github.com/edgespeech/edge/runtime"
 	"github.com/edgespeech/edge/runtime/cuda"
 )
@@ -51,21 +52,13 @@ func newGreedyCUDA(p rt.Params, b *cuda.Backend) (rt.Op, error) {
 
 // Run decodes log_probs [B,T,C] or [T,C] (device) with optional host lengths.
 func (o *greedyCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error) {
-	if err := ctx.Err(); err != nil {
+	x, err := batchedDevice(ctx, in, "log_probs", "T >= 1 frames and C >= 1 columns")
+	if err != nil {
 		return nil, err
 	}
-	lp := in["log_probs"]
-	B, tc := batched(lp, 3)
-	T, C := tc[0], tc[1]
-	if T == 0 || C == 0 || B == 0 {
-		return nil, fmt.Errorf("input \"log_probs\" has shape %v; want B >= 1 items, T >= 1 frames and C >= 1 columns", lp.Shape())
-	}
+	B, T, C, lpPtr := x.B, x.N, x.M, x.ptr
 	if o.blank >= C {
 		return nil, fmt.Errorf("item 0: blank id %d is out of range for C=%d columns", o.blank, C)
-	}
-	lpPtr, err := cuda.Ptr(lp)
-	if err != nil {
-		return nil, fmt.Errorf("input \"log_probs\": %w", err)
 	}
 	lengths, err := lengthsOf(in, B, T)
 	if err != nil {
@@ -75,67 +68,50 @@ func (o *greedyCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error)
 	for b, l := range lengths {
 		lens[b] = int64(l)
 	}
-	sc := scratch{be: o.be}
-	defer sc.free()
-	var outs cuda.Outputs
-	tok := outs.Empty(o.be, rt.I64, rt.Shape{B, T})
-	spans := outs.Empty(o.be, rt.I32, rt.Shape{B, T, 2})
-	count := outs.Empty(o.be, rt.I64, rt.Shape{B})
-	ok := false
-	defer func() {
-		if !ok {
-			outs.Release()
+	outs := []deviceOutput{
+		{"tokens", rt.I64, rt.Shape{B, T}}, {"spans", rt.I32, rt.Shape{B, T, 2}}, {"token_lengths", rt.I64, rt.Shape{B}},
+	}
+	return runDevice(o.be, outs, B, func(sc *cuda.Scratch, out []cuda.DevicePtr) (cuda.DevicePtr, error) {
+		lenBuf, err := sc.Upload(cuda.Bytes(lens))
+		if err != nil {
+			return 0, err
 		}
-	}()
-	if outs.Err() != nil {
-		return nil, outs.Err()
-	}
-	lenBuf, err := upload(&sc, lens)
-	if err != nil {
-		return nil, err
-	}
-	labels, err := sc.alloc(int64(4 * B * T))
-	if err != nil {
-		return nil, err
-	}
-	status, err := sc.alloc(int64(8 * B))
-	if err != nil {
-		return nil, err
-	}
-	if err := o.be.Memset(status.Ptr(), 0, int64(8*B)); err != nil {
-		return nil, err
-	}
-	warps := greedyArgmaxBlock / 32
-	err = o.argmax.Launch(cuda.Dim3{X: (T + warps - 1) / warps, Y: B, Z: 1}, dim(greedyArgmaxBlock), 0,
-		lpPtr, lenBuf, T, C, labels, status)
-	if err != nil {
-		return nil, err
-	}
-	ptrs := make([]cuda.DevicePtr, 3)
-	for i, t := range []*rt.Tensor{tok, spans, count} {
-		if ptrs[i], err = cuda.Ptr(t); err != nil {
-			return nil, err
+		labels, err := sc.Alloc(int64(4 * B * T))
+		if err != nil {
+			return 0, err
 		}
-	}
-	err = o.collapse.Launch(dim(B), dim(greedyCollapseBlock), 0, labels, T, T, o.blank, ptrs[0], ptrs[1], ptrs[2])
-	if err != nil {
-		return nil, err
-	}
-	st := make([]uint64, B)
-	if err := o.be.DeviceToHost(cuda.Bytes(st), status.Ptr()); err != nil {
-		return nil, err
-	}
-	for b, w := range st {
-		if w == 0 {
-			continue
+		status, err := sc.Alloc(int64(8 * B))
+		if err != nil {
+			return 0, err
 		}
-		k := int64(^w)
-		v := make([]float32, 1)
-		if err := o.be.DeviceToHost(cuda.Bytes(v), lpPtr+cuda.DevicePtr(4*(int64(b)*int64(T*C)+k))); err != nil {
-			return nil, err
+		if err := o.be.Memset(status.Ptr(), 0, int64(8*B)); err != nil {
+			return 0, err
 		}
-		return nil, fmt.Errorf("item %d: log_probs[%d][%d] is %v; want finite or -Inf", b, k/int64(C), k%int64(C), v[0])
-	}
-	ok = true
-	return rt.Tensors{"tokens": tok, "spans": spans, "token_lengths": count}, nil
+		warps := greedyArgmaxBlock / 32
+		err = o.argmax.Launch(cuda.Dim3{X: (T + warps - 1) / warps, Y: B, Z: 1}, dim(greedyArgmaxBlock), 0,
+			&kern.PipelineCtcArgmaxParams{
+				Lp: uint64(lpPtr), Lengths: uint64(lenBuf.Ptr()), T: int64(T), C: int64(C),
+				Labels: uint64(labels.Ptr()), Status: uint64(status.Ptr()),
+			})
+		if err != nil {
+			return 0, err
+		}
+		return status.Ptr(), o.collapse.Launch(dim(B), dim(greedyCollapseBlock), 0, &kern.PipelineCtcCollapseParams{
+			Labels: uint64(labels.Ptr()), T: int64(T), N: int64(T), Blank: int64(o.blank),
+			Tokens: uint64(out[0]), Spans: uint64(out[1]), TokenLengths: uint64(out[2]),
+		})
+	}, func(st []uint64) error {
+		for b, w := range st {
+			if w == 0 {
+				continue
+			}
+			k := int64(^w)
+			v := make([]float32, 1)
+			if err := o.be.DeviceToHost(cuda.Bytes(v), lpPtr+cuda.DevicePtr(4*(int64(b)*int64(T*C)+k))); err != nil {
+				return err
+			}
+			return fmt.Errorf("item %d: log_probs[%d][%d] is %v; want finite or -Inf", b, k/int64(C), k%int64(C), v[0])
+		}
+		return nil
+	})
 }

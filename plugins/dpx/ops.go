@@ -121,6 +121,30 @@ func batched(t *rt.Tensor, r int) (int, rt.Shape) {
 	return 1, t.Shape()
 }
 
+// dtwLengths reads dtw's optional lengths input [B, 2] (host) into the
+// (n, m) of each item, 1..N and 1..M; without it every item is N x M.
+func dtwLengths(in rt.Tensors, B, N, M int) ([]int64, error) {
+	dims := make([]int64, 2*B)
+	lt := in["lengths"]
+	if lt == nil {
+		for b := range B {
+			dims[2*b], dims[2*b+1] = int64(N), int64(M)
+		}
+		return dims, nil
+	}
+	if !lt.Shape().Equal(rt.Shape{B, 2}) {
+		return nil, fmt.Errorf("input \"lengths\" has shape %v; want [%d, 2] (n, m per item)", lt.Shape(), B)
+	}
+	for b := range B {
+		n, m := intAt(lt, 2*b), intAt(lt, 2*b+1)
+		if n < 1 || n > int64(N) || m < 1 || m > int64(M) {
+			return nil, fmt.Errorf("lengths[%d] = (%d, %d); want 1..%d and 1..%d", b, n, m, N, M)
+		}
+		dims[2*b], dims[2*b+1] = n, m
+	}
+	return dims, nil
+}
+
 // lengthsOf reads the optional per-item lengths, each in [1, max].
 func lengthsOf(in rt.Tensors, B, maxLen int) ([]int, error) {
 	out := make([]int, B)
@@ -410,29 +434,16 @@ func (o *dtwOp) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error) {
 	if N == 0 || M == 0 {
 		return nil, fmt.Errorf("input \"cost\" has shape %v; want N >= 1 and M >= 1", cost.Shape())
 	}
-	ns, ms := make([]int, B), make([]int, B)
-	if lt := in["lengths"]; lt != nil {
-		if !lt.Shape().Equal(rt.Shape{B, 2}) {
-			return nil, fmt.Errorf("input \"lengths\" has shape %v; want [%d, 2] (n, m per item)", lt.Shape(), B)
-		}
-		for b := range B {
-			n, m := intAt(lt, 2*b), intAt(lt, 2*b+1)
-			if n < 1 || n > int64(N) || m < 1 || m > int64(M) {
-				return nil, fmt.Errorf("lengths[%d] = (%d, %d); want 1..%d and 1..%d", b, n, m, N, M)
-			}
-			ns[b], ms[b] = int(n), int(m)
-		}
-	} else {
-		for b := range B {
-			ns[b], ms[b] = N, M
-		}
+	dims, err := dtwLengths(in, B, N, M)
+	if err != nil {
+		return nil, err
 	}
 	K := N + M
 	path := rt.Must(rt.NewTensor(rt.I32, rt.Shape{B, K, 2}))
 	pl := rt.Must(rt.NewTensor(rt.I32, rt.Shape{B}))
 	tot := rt.Must(rt.NewTensor(rt.F32, rt.Shape{B}))
-	err := parallel(ctx, B, func(_, b int) error {
-		n, m := ns[b], ms[b]
+	err = parallel(ctx, B, func(_, b int) error {
+		n, m := int(dims[2*b]), int(dims[2*b+1])
 		item := cost.F32()[b*N*M : (b+1)*N*M]
 		if m < M || n < N {
 			sub := make([]float32, 0, n*m)

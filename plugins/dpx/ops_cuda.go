@@ -39,20 +39,15 @@ func init() {
 }
 
 const (
-	cudaModule   = "edge"
 	cudaMaxBlock = 1024
 	cudaMaxPass  = 8 // states (rows) per thread, kMaxPass in dpx.cu
 	statusWords  = 3 // per item: ^bad index, max |x| bits, failure flag
 )
 
-// cudaKernels loads the named kernels of the embedded (or $EDGE_KERNELS_FATBIN)
-// fatbin.
+// cudaKernels loads the named kernels of the project's kernel module
+// (Backend.KernelModule).
 func cudaKernels(b *cuda.Backend, names ...string) ([]*cuda.Kernel, error) {
-	image, _, err := kern.Fatbin()
-	if err != nil {
-		return nil, err
-	}
-	mod, err := b.Module(cudaModule, image)
+	mod, err := b.KernelModule()
 	if err != nil {
 		return nil, err
 	}
@@ -75,56 +70,85 @@ func blockFor(n int) int {
 
 func dim(x int) cuda.Dim3 { return cuda.Dim3{X: x, Y: 1, Z: 1} }
 
-// scratch collects the pool buffers of one Run; free returns them (stream
-// order makes that safe right after the launches).
-type scratch struct {
-	be   *cuda.Backend
-	bufs []*cuda.Buffer
+// deviceInput is a batched input of a dpx CUDA op in device memory:
+// [B, N, M], or [N, M] for one item.
+type deviceInput struct {
+	t       *rt.Tensor
+	ptr     cuda.DevicePtr
+	B, N, M int
 }
 
-func (s *scratch) alloc(bytes int64) (*cuda.Buffer, error) {
-	m, err := s.be.Malloc(max(bytes, 8))
+// batchedDevice checks the start of every dpx CUDA op's Run: ctx is live,
+// input name has no empty axis (axes names the inner two for the error,
+// e.g. "T >= 1 frames and C >= 1 columns") and is memory of the cuda
+// backend.
+func batchedDevice(ctx context.Context, in rt.Tensors, name, axes string) (deviceInput, error) {
+	if err := ctx.Err(); err != nil {
+		return deviceInput{}, err
+	}
+	t := in[name]
+	B, nm := batched(t, 3)
+	x := deviceInput{t: t, B: B, N: nm[0], M: nm[1]}
+	if x.N == 0 || x.M == 0 || B == 0 {
+		return deviceInput{}, fmt.Errorf("input %q has shape %v; want B >= 1 items, %s", name, t.Shape(), axes)
+	}
+	var err error
+	if x.ptr, err = cuda.Ptr(t); err != nil {
+		return deviceInput{}, fmt.Errorf("input %q: %w", name, err)
+	}
+	return x, nil
+}
+
+// deviceOutput is one output tensor of a dpx CUDA op.
+type deviceOutput struct {
+	name  string
+	dtype rt.DType
+	shape rt.Shape
+}
+
+// runDevice is what every dpx CUDA op's Run does once its inputs are
+// checked: it allocates the outputs on be (device memory, uninitialised),
+// calls queue with a Scratch (freed when runDevice returns: stream order
+// makes that safe right after the launches) and the outputs' device
+// addresses, copies back the words 8-byte status words at the address
+// queue returns (the one copy that waits for the kernels) and hands them to
+// check, which turns them into the op's error. Any error releases the
+// outputs; on success they are returned by name.
+func runDevice(be *cuda.Backend, outs []deviceOutput, words int,
+	queue func(sc *cuda.Scratch, out []cuda.DevicePtr) (status cuda.DevicePtr, err error),
+	check func(status []uint64) error) (rt.Tensors, error) {
+	sc := be.NewScratch()
+	defer sc.Free()
+	var o cuda.Outputs
+	ts := make([]*rt.Tensor, len(outs))
+	for i, d := range outs {
+		ts[i] = o.Empty(be, d.dtype, d.shape)
+	}
+	err := o.Err()
+	ptrs := make([]cuda.DevicePtr, len(outs))
+	for i := 0; err == nil && i < len(ts); i++ {
+		ptrs[i], err = cuda.Ptr(ts[i])
+	}
+	var status cuda.DevicePtr
 	if err == nil {
-		s.bufs = append(s.bufs, m)
+		status, err = queue(sc, ptrs)
 	}
-	return m, err
-}
-
-// upload copies host words to a new scratch buffer.
-func upload[T int32 | int64](s *scratch, v []T) (*cuda.Buffer, error) {
-	bs := cuda.Bytes(v)
-	m, err := s.alloc(int64(len(bs)))
+	st := make([]uint64, words)
+	if err == nil {
+		err = be.DeviceToHost(cuda.Bytes(st), status)
+	}
+	if err == nil {
+		err = check(st)
+	}
 	if err != nil {
+		o.Release()
 		return nil, err
 	}
-	return m, s.be.HostToDevice(m.Ptr(), bs)
-}
-
-// uploadAll copies the parts, each padded to 8 bytes, to one new scratch
-// buffer in one copy and returns each part's device address.
-func uploadAll(s *scratch, parts ...[]byte) ([]cuda.DevicePtr, error) {
-	var all []byte
-	offs := make([]int, len(parts))
-	for i, p := range parts {
-		offs[i] = len(all)
-		all = append(all, p...)
-		all = append(all, make([]byte, (8-len(all)%8)%8)...)
+	res := make(rt.Tensors, len(outs))
+	for i, d := range outs {
+		res[d.name] = ts[i]
 	}
-	m, err := s.alloc(int64(len(all)))
-	if err != nil {
-		return nil, err
-	}
-	ptrs := make([]cuda.DevicePtr, len(parts))
-	for i, off := range offs {
-		ptrs[i] = m.Ptr() + cuda.DevicePtr(off)
-	}
-	return ptrs, s.be.HostToDevice(m.Ptr(), all)
-}
-
-func (s *scratch) free() {
-	for _, m := range s.bufs {
-		_ = m.Free()
-	}
+	return res, nil
 }
 
 // checker runs dpx_check over the items of one input and reads the status
@@ -138,13 +162,18 @@ type checker struct {
 // elements) with per-item (rows, cols) at dims[b*dimStride:], writing
 // status words at status.
 func (c checker) launch(x cuda.DevicePtr, items int, itemStride, rowStride int64, dims cuda.DevicePtr, dimStride int, allowNegInf bool, status cuda.DevicePtr, maxElems int64) error {
-	neg := 0
-	if allowNegInf {
-		neg = 1
-	}
 	blocks := int(min(max(maxElems/(256*8), 1), 64))
-	return c.kernel.Launch(cuda.Dim3{X: blocks, Y: items, Z: 1}, dim(256), 0,
-		x, itemStride, rowStride, dims, dimStride, neg, status)
+	return c.kernel.Launch(cuda.Dim3{X: blocks, Y: items, Z: 1}, dim(256), 0, &kern.DpxCheckParams{
+		X: uint64(x), ItemStride: itemStride, RowStride: rowStride, Dims: uint64(dims), DimStride: int64(dimStride),
+		AllowNegInf: int64(b2i(allowNegInf)), Status: uint64(status),
+	})
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // badValue turns item b's status into the CPU ops' error for a NaN/Inf, or
@@ -165,12 +194,6 @@ func (c checker) badValue(status []uint64, b int, name string, x cuda.DevicePtr,
 		want = "finite or -Inf"
 	}
 	return fmt.Errorf("%s[%d][%d] is %v; want %s", name, r, col, v[0], want)
-}
-
-// readStatus waits for the queued work and copies the status words back.
-func readStatus(be *cuda.Backend, status cuda.DevicePtr, items int) ([]uint64, error) {
-	out := make([]uint64, statusWords*items)
-	return out, be.DeviceToHost(cuda.Bytes(out), status)
 }
 
 // zeroStatus is the initial status words of items items, uploaded with a
@@ -436,22 +459,18 @@ type ctcCall struct {
 // device memory, optional host lengths) and builds its tables, items spread
 // over GOMAXPROCS workers; the targets are downloaded to validate them.
 func (o *alignCUDA) plan(ctx context.Context, in rt.Tensors) (*ctcCall, error) {
-	lp, tgDev := in["log_probs"], in["targets"]
-	B, tc := batched(lp, 3)
-	T, C := tc[0], tc[1]
+	x, err := batchedDevice(ctx, in, "log_probs", "T >= 1 frames and C >= 1 columns")
+	if err != nil {
+		return nil, err
+	}
+	lp, tgDev, lpPtr := x.t, in["targets"], x.ptr
+	B, T, C := x.B, x.N, x.M
 	tB, tl := batched(tgDev, 2)
 	if tB != B || (lp.Rank() == 2 && tgDev.Rank() == 2 && tB != 1) {
 		return nil, fmt.Errorf("input \"targets\" has shape %v; want [%d, L] to match log_probs %v", tgDev.Shape(), B, lp.Shape())
 	}
-	if T == 0 || C == 0 || B == 0 {
-		return nil, fmt.Errorf("input \"log_probs\" has shape %v; want B >= 1 items, T >= 1 frames and C >= 1 columns", lp.Shape())
-	}
 	if o.opt.Blank >= C {
 		return nil, fmt.Errorf("blank id %d is out of range for C=%d columns", o.opt.Blank, C)
-	}
-	lpPtr, err := cuda.Ptr(lp)
-	if err != nil {
-		return nil, fmt.Errorf("input \"log_probs\": %w", err)
 	}
 	lengths, err := lengthsOf(in, B, T)
 	if err != nil {
@@ -507,58 +526,39 @@ func (o *alignCUDA) plan(ctx context.Context, in rt.Tensors) (*ctcCall, error) {
 // Run aligns a batch: log_probs [B,T,C] or [T,C] and targets in device
 // memory, optional host lengths. Outputs are device tensors.
 func (o *alignCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	c, err := o.plan(ctx, in)
 	if err != nil {
 		return nil, err
 	}
-	sc := scratch{be: o.be}
-	defer sc.free()
-	var outs cuda.Outputs
-	ali := outs.Empty(o.be, rt.I32, rt.Shape{c.B, c.T})
-	fs := outs.Empty(o.be, rt.F32, rt.Shape{c.B, c.T})
-	score := outs.Empty(o.be, rt.F32, rt.Shape{c.B})
-	ok := false
-	defer func() {
-		if !ok {
-			outs.Release()
+	outs := []deviceOutput{
+		{"alignment", rt.I32, rt.Shape{c.B, c.T}}, {"frame_scores", rt.F32, rt.Shape{c.B, c.T}}, {"score", rt.F32, rt.Shape{c.B}},
+	}
+	return runDevice(o.be, outs, statusWords*c.B, func(sc *cuda.Scratch, out []cuda.DevicePtr) (cuda.DevicePtr, error) {
+		return o.launch(sc, c, out)
+	}, func(st []uint64) error {
+		for b := range c.B {
+			if err := o.check.badValue(st, b, "log_probs", c.lp, int64(c.T*c.C), int64(c.C), int64(c.C), true); err != nil {
+				return fmt.Errorf("item %d: %w", b, err)
+			}
+			if st[statusWords*b+2] != 0 {
+				return fmt.Errorf("item %d: no alignment has a finite score: every path of the %d targets through the %d frames meets a -Inf log-prob", b, c.tabs.meta[4*b+1]/2, c.lengths[b])
+			}
 		}
-	}()
-	if outs.Err() != nil {
-		return nil, outs.Err()
-	}
-	status, err := o.launch(&sc, c, ali, fs, score)
-	if err != nil {
-		return nil, err
-	}
-	st, err := readStatus(o.be, status, c.B)
-	if err != nil {
-		return nil, err
-	}
-	for b := range c.B {
-		if err := o.check.badValue(st, b, "log_probs", c.lp, int64(c.T*c.C), int64(c.C), int64(c.C), true); err != nil {
-			return nil, fmt.Errorf("item %d: %w", b, err)
-		}
-		if st[statusWords*b+2] != 0 {
-			return nil, fmt.Errorf("item %d: no alignment has a finite score: every path of the %d targets through the %d frames meets a -Inf log-prob", b, c.tabs.meta[4*b+1]/2, c.lengths[b])
-		}
-	}
-	ok = true
-	return rt.Tensors{"alignment": ali, "frame_scores": fs, "score": score}, nil
+		return nil
+	})
 }
 
 // launch uploads the call's tables (one copy), queues the check and the
 // alignment (dpx_ctc_warp when one covers the trellis and its rows fit,
-// else dpx_ctc_align) and returns the status buffer.
-func (o *alignCUDA) launch(sc *scratch, c *ctcCall, ali, fs, score *rt.Tensor) (cuda.DevicePtr, error) {
-	tabs, err := uploadAll(sc, cuda.Bytes(c.tabs.meta), cuda.Bytes(c.dims), cuda.Bytes(c.tabs.table), zeroStatus(c.B))
+// else dpx_ctc_align) into out (alignment, frame_scores, score) and
+// returns the status buffer.
+func (o *alignCUDA) launch(sc *cuda.Scratch, c *ctcCall, out []cuda.DevicePtr) (cuda.DevicePtr, error) {
+	tabs, err := sc.UploadParts(cuda.Bytes(c.tabs.meta), cuda.Bytes(c.dims), cuda.Bytes(c.tabs.table), zeroStatus(c.B))
 	if err != nil {
 		return 0, err
 	}
 	status := tabs[3]
-	bp, err := sc.alloc(4 * c.tabs.bpWords)
+	bp, err := sc.Alloc(4 * c.tabs.bpWords)
 	if err != nil {
 		return 0, err
 	}
@@ -568,12 +568,6 @@ func (o *alignCUDA) launch(sc *scratch, c *ctcCall, ali, fs, score *rt.Tensor) (
 	scale := o.opt.Scale
 	if scale == 0 {
 		scale = DefaultScale
-	}
-	var ptrs [3]cuda.DevicePtr
-	for i, t := range []*rt.Tensor{ali, fs, score} {
-		if ptrs[i], err = cuda.Ptr(t); err != nil {
-			return 0, err
-		}
 	}
 	pr := 0
 	if o.opt.Precision == Int32 {
@@ -601,9 +595,12 @@ func (o *alignCUDA) launch(sc *scratch, c *ctcCall, ali, fs, score *rt.Tensor) (
 		}
 		k, shared = o.k[pr][pi], ctcShared(c.tabs.maxS, frames)
 	}
-	return status, k.Launch(dim(c.B), dim(block), shared,
-		c.lp, c.T, c.C, tabs[0], tabs[2], bp, o.opt.Blank, float64(o.opt.StarLogProb), scale, frames,
-		ptrs[0], ptrs[1], ptrs[2], status)
+	return status, k.Launch(dim(c.B), dim(block), shared, &kern.DpxCtcParams{
+		Lp: uint64(c.lp), T: int64(c.T), C: int64(c.C), Meta: uint64(tabs[0]), Table: uint64(tabs[2]),
+		Bp: uint64(bp.Ptr()), Blank: int64(o.opt.Blank), Star: float64(o.opt.StarLogProb), Scale: scale,
+		Frames: int64(frames), Alignment: uint64(out[0]), FrameScores: uint64(out[1]), Score: uint64(out[2]),
+		Status: uint64(status),
+	})
 }
 
 // ---------------------------------------------------------------------------
@@ -646,15 +643,12 @@ func viterbiMaxStates(shared int) int { return min((shared-384)/8, cudaMaxBlock*
 // priors [S] in device memory, optional host lengths. Outputs are device
 // tensors.
 func (o *viterbiCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error) {
-	if err := ctx.Err(); err != nil {
+	x, err := batchedDevice(ctx, in, "emissions", "T >= 1 frames and S >= 1 states")
+	if err != nil {
 		return nil, err
 	}
-	em, tr, pr := in["emissions"], in["transitions"], in["priors"]
-	B, ts := batched(em, 3)
-	T, S := ts[0], ts[1]
-	if T == 0 || S == 0 || B == 0 {
-		return nil, fmt.Errorf("input \"emissions\" has shape %v; want B >= 1 items, T >= 1 frames and S >= 1 states", em.Shape())
-	}
+	tr, pr := in["transitions"], in["priors"]
+	B, T, S := x.B, x.N, x.M
 	if !tr.Shape().Equal(rt.Shape{S, S}) || !pr.Shape().Equal(rt.Shape{S}) {
 		return nil, fmt.Errorf("inputs \"transitions\" %v and \"priors\" %v; want [%d,%d] and [%d] for S=%d states", tr.Shape(), pr.Shape(), S, S, S, S)
 	}
@@ -665,10 +659,10 @@ func (o *viterbiCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error
 	if err != nil {
 		return nil, err
 	}
-	var ptr [3]cuda.DevicePtr
-	for i, t := range []*rt.Tensor{em, tr, pr} {
-		if ptr[i], err = cuda.Ptr(t); err != nil {
-			return nil, fmt.Errorf("input %q: %w", []string{"emissions", "transitions", "priors"}[i], err)
+	ptr := [3]cuda.DevicePtr{x.ptr}
+	for i, t := range []*rt.Tensor{tr, pr} {
+		if ptr[i+1], err = cuda.Ptr(t); err != nil {
+			return nil, fmt.Errorf("input %q: %w", []string{"transitions", "priors"}[i], err)
 		}
 	}
 	// dims: per item {T_b, S}, then {S, S} for the transitions and {1, S}
@@ -680,53 +674,35 @@ func (o *viterbiCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error
 	}
 	dims[2*B], dims[2*B+1], dims[2*B+2], dims[2*B+3] = int64(S), int64(S), 1, int64(S)
 
-	sc := scratch{be: o.be}
-	defer sc.free()
-	var outs cuda.Outputs
-	path := outs.Empty(o.be, rt.I32, rt.Shape{B, T})
-	score := outs.Empty(o.be, rt.F32, rt.Shape{B})
-	ok := false
-	defer func() {
-		if !ok {
-			outs.Release()
+	outs := []deviceOutput{{"path", rt.I32, rt.Shape{B, T}}, {"score", rt.F32, rt.Shape{B}}}
+	return runDevice(o.be, outs, statusWords*(B+2), func(sc *cuda.Scratch, out []cuda.DevicePtr) (cuda.DevicePtr, error) {
+		return o.launch(sc, ptr, B, T, S, dims, lens, out)
+	}, func(st []uint64) error {
+		if err := o.check.badValue(st, B, "transitions", ptr[1], 0, int64(S), int64(S), true); err != nil {
+			return err
 		}
-	}()
-	if outs.Err() != nil {
-		return nil, outs.Err()
-	}
-	status, err := o.launch(&sc, ptr, B, T, S, dims, lens, path, score)
-	if err != nil {
-		return nil, err
-	}
-	st, err := readStatus(o.be, status, B+2)
-	if err != nil {
-		return nil, err
-	}
-	if err := o.check.badValue(st, B, "transitions", ptr[1], 0, int64(S), int64(S), true); err != nil {
-		return nil, err
-	}
-	if st[statusWords*(B+1)] != 0 {
-		k := int64(^st[statusWords*(B+1)])
-		v := make([]float32, 1)
-		if err := o.be.DeviceToHost(cuda.Bytes(v), ptr[2]+cuda.DevicePtr(4*k)); err != nil {
-			return nil, err
+		if st[statusWords*(B+1)] != 0 {
+			k := int64(^st[statusWords*(B+1)])
+			v := make([]float32, 1)
+			if err := o.be.DeviceToHost(cuda.Bytes(v), ptr[2]+cuda.DevicePtr(4*k)); err != nil {
+				return err
+			}
+			return fmt.Errorf("priors[%d] is %v; want finite or -Inf", k, v[0])
 		}
-		return nil, fmt.Errorf("priors[%d] is %v; want finite or -Inf", k, v[0])
-	}
-	for b := range B {
-		if err := o.check.badValue(st, b, "emissions", ptr[0], int64(T*S), int64(S), int64(S), true); err != nil {
-			return nil, fmt.Errorf("item %d: %w", b, err)
+		for b := range B {
+			if err := o.check.badValue(st, b, "emissions", ptr[0], int64(T*S), int64(S), int64(S), true); err != nil {
+				return fmt.Errorf("item %d: %w", b, err)
+			}
 		}
-	}
-	ok = true
-	return rt.Tensors{"path": path, "score": score}, nil
+		return nil
+	})
 }
 
-// launch queues the checks, the quantisation (int32) and the decoder and
-// returns the status buffer (B+2 items).
-func (o *viterbiCUDA) launch(sc *scratch, ptr [3]cuda.DevicePtr, B, T, S int, dims, lens []int64, path, score *rt.Tensor) (cuda.DevicePtr, error) {
+// launch queues the checks, the quantisation (int32) and the decoder into
+// out (path, score) and returns the status buffer (B+2 items).
+func (o *viterbiCUDA) launch(sc *cuda.Scratch, ptr [3]cuda.DevicePtr, B, T, S int, dims, lens []int64, out []cuda.DevicePtr) (cuda.DevicePtr, error) {
 	be := o.be
-	tabs, err := uploadAll(sc, cuda.Bytes(dims), cuda.Bytes(lens), zeroStatus(B+2))
+	tabs, err := sc.UploadParts(cuda.Bytes(dims), cuda.Bytes(lens), zeroStatus(B+2))
 	if err != nil {
 		return 0, err
 	}
@@ -742,18 +718,18 @@ func (o *viterbiCUDA) launch(sc *scratch, ptr [3]cuda.DevicePtr, B, T, S int, di
 	if err := o.check.launch(ptr[2], 1, 0, int64(S), dm(B+1), 2, true, st(B+1), int64(S)); err != nil {
 		return 0, err
 	}
-	bp, err := sc.alloc(int64(B) * int64(max(T-1, 1)) * int64(S) * 2)
+	bp, err := sc.Alloc(int64(B) * int64(max(T-1, 1)) * int64(S) * 2)
 	if err != nil {
 		return 0, err
 	}
 	k, trans, priors := o.f32, ptr[1], ptr[2]
-	maxq, err := sc.alloc(8)
+	maxq, err := sc.Alloc(8)
 	if err != nil {
 		return 0, err
 	}
 	if o.precision == Int32 {
 		k = o.i32
-		q, err := sc.alloc(int64(4 * (S*S + S)))
+		q, err := sc.Alloc(int64(4 * (S*S + S)))
 		if err != nil {
 			return 0, err
 		}
@@ -762,23 +738,22 @@ func (o *viterbiCUDA) launch(sc *scratch, ptr [3]cuda.DevicePtr, B, T, S int, di
 		}
 		trans, priors = q.Ptr(), q.Ptr()+cuda.DevicePtr(4*S*S)
 		blocks := min((S*S+255)/256, 1024)
-		if err := o.quantize.Launch(dim(blocks), dim(256), 0, ptr[1], S*S, o.scale, trans, maxq); err != nil {
+		if err := o.quantize.Launch(dim(blocks), dim(256), 0, &kern.DpxQuantizeParams{
+			X: uint64(ptr[1]), N: int64(S * S), Scale: o.scale, Out: uint64(trans), Maxq: uint64(maxq.Ptr()),
+		}); err != nil {
 			return 0, err
 		}
-		if err := o.quantize.Launch(dim((S+255)/256), dim(256), 0, ptr[2], S, o.scale, priors, maxq.Ptr()+4); err != nil {
+		if err := o.quantize.Launch(dim((S+255)/256), dim(256), 0, &kern.DpxQuantizeParams{
+			X: uint64(ptr[2]), N: int64(S), Scale: o.scale, Out: uint64(priors), Maxq: uint64(maxq.Ptr() + 4),
+		}); err != nil {
 			return 0, err
 		}
 	}
-	pathPtr, err := cuda.Ptr(path)
-	if err != nil {
-		return 0, err
-	}
-	scorePtr, err := cuda.Ptr(score)
-	if err != nil {
-		return 0, err
-	}
-	return status, k.Launch(dim(B), dim(blockFor(S)), 8*S+384,
-		ptr[0], T, S, trans, priors, lensPtr, maxq, bp, o.scale, pathPtr, scorePtr)
+	return status, k.Launch(dim(B), dim(blockFor(S)), 8*S+384, &kern.DpxViterbiParams{
+		Em: uint64(ptr[0]), T: int64(T), S: int64(S), Trans: uint64(trans), Priors: uint64(priors),
+		Lens: uint64(lensPtr), Maxq: uint64(maxq.Ptr()), Bp: uint64(bp.Ptr()), Scale: o.scale,
+		Path: uint64(out[0]), Score: uint64(out[1]),
+	})
 }
 
 // ---------------------------------------------------------------------------
@@ -824,82 +799,45 @@ const dtwScratch = 16 + 1024
 // Run aligns a batch: cost [B,N,M] or [N,M] in device memory, optional host
 // lengths [B,2]. Outputs are device tensors.
 func (o *dtwCUDA) Run(ctx context.Context, in rt.Tensors) (rt.Tensors, error) {
-	if err := ctx.Err(); err != nil {
+	x, err := batchedDevice(ctx, in, "cost", "N >= 1 and M >= 1")
+	if err != nil {
 		return nil, err
 	}
-	cost := in["cost"]
-	B, nm := batched(cost, 3)
-	N, M := nm[0], nm[1]
-	if N == 0 || M == 0 || B == 0 {
-		return nil, fmt.Errorf("input \"cost\" has shape %v; want B >= 1 items, N >= 1 and M >= 1", cost.Shape())
-	}
+	B, N, M, costPtr := x.B, x.N, x.M, x.ptr
 	if N > o.maxRows {
 		return nil, fmt.Errorf("input \"cost\" has N=%d rows; the cuda kernel holds at most %d on %s (transpose the cost so N <= M, or use the cpu backend)", N, o.maxRows, o.be.Device())
 	}
-	dims := make([]int64, 2*B)
-	if lt := in["lengths"]; lt != nil {
-		if !lt.Shape().Equal(rt.Shape{B, 2}) {
-			return nil, fmt.Errorf("input \"lengths\" has shape %v; want [%d, 2] (n, m per item)", lt.Shape(), B)
-		}
-		for b := range B {
-			n, m := intAt(lt, 2*b), intAt(lt, 2*b+1)
-			if n < 1 || n > int64(N) || m < 1 || m > int64(M) {
-				return nil, fmt.Errorf("lengths[%d] = (%d, %d); want 1..%d and 1..%d", b, n, m, N, M)
-			}
-			dims[2*b], dims[2*b+1] = n, m
-		}
-	} else {
-		for b := range B {
-			dims[2*b], dims[2*b+1] = int64(N), int64(M)
-		}
-	}
-	costPtr, err := cuda.Ptr(cost)
-	if err != nil {
-		return nil, fmt.Errorf("input \"cost\": %w", err)
-	}
-	K := N + M
-	sc := scratch{be: o.be}
-	defer sc.free()
-	var outs cuda.Outputs
-	path := outs.Empty(o.be, rt.I32, rt.Shape{B, K, 2})
-	pl := outs.Empty(o.be, rt.I32, rt.Shape{B})
-	tot := outs.Empty(o.be, rt.F32, rt.Shape{B})
-	ok := false
-	defer func() {
-		if !ok {
-			outs.Release()
-		}
-	}()
-	if outs.Err() != nil {
-		return nil, outs.Err()
-	}
-	status, err := o.launch(&sc, costPtr, B, N, M, dims, path, pl, tot)
+	dims, err := dtwLengths(in, B, N, M)
 	if err != nil {
 		return nil, err
 	}
-	st, err := readStatus(o.be, status, B)
-	if err != nil {
-		return nil, err
+	outs := []deviceOutput{
+		{"path", rt.I32, rt.Shape{B, N + M, 2}}, {"path_len", rt.I32, rt.Shape{B}}, {"cost_total", rt.F32, rt.Shape{B}},
 	}
-	for b := range B {
-		n, m := dims[2*b], dims[2*b+1]
-		if err := o.check.badValue(st, b, "cost", costPtr, int64(N*M), int64(M), m, false); err != nil {
-			return nil, fmt.Errorf("item %d: %w", b, err)
-		}
-		if o.precision == Int32 {
-			q := quantizer{scale: o.scale}
-			mx := int64(q.q(math.Float32frombits(uint32(st[statusWords*b+1]))))
-			if mx*(n+m-1) > math.MaxInt32 {
-				return nil, fmt.Errorf("item %d: dtw: int32 path: max |cost| %d quanta * (N+M-1) = %d overflows int32; lower the scale (%v)", b, mx, mx*(n+m-1), o.scale)
+	return runDevice(o.be, outs, statusWords*B, func(sc *cuda.Scratch, out []cuda.DevicePtr) (cuda.DevicePtr, error) {
+		return o.launch(sc, costPtr, B, N, M, dims, out)
+	}, func(st []uint64) error {
+		for b := range B {
+			n, m := dims[2*b], dims[2*b+1]
+			if err := o.check.badValue(st, b, "cost", costPtr, int64(N*M), int64(M), m, false); err != nil {
+				return fmt.Errorf("item %d: %w", b, err)
+			}
+			if o.precision == Int32 {
+				q := quantizer{scale: o.scale}
+				mx := int64(q.q(math.Float32frombits(uint32(st[statusWords*b+1]))))
+				if mx*(n+m-1) > math.MaxInt32 {
+					return fmt.Errorf("item %d: dtw: int32 path: max |cost| %d quanta * (N+M-1) = %d overflows int32; lower the scale (%v)", b, mx, mx*(n+m-1), o.scale)
+				}
 			}
 		}
-	}
-	ok = true
-	return rt.Tensors{"path": path, "path_len": pl, "cost_total": tot}, nil
+		return nil
+	})
 }
 
-func (o *dtwCUDA) launch(sc *scratch, cost cuda.DevicePtr, B, N, M int, dims []int64, path, pl, tot *rt.Tensor) (cuda.DevicePtr, error) {
-	tabs, err := uploadAll(sc, cuda.Bytes(dims), zeroStatus(B))
+// launch queues the check and the alignment into out (path, path_len,
+// cost_total) and returns the status buffer.
+func (o *dtwCUDA) launch(sc *cuda.Scratch, cost cuda.DevicePtr, B, N, M int, dims []int64, out []cuda.DevicePtr) (cuda.DevicePtr, error) {
+	tabs, err := sc.UploadParts(cuda.Bytes(dims), zeroStatus(B))
 	if err != nil {
 		return 0, err
 	}
@@ -908,7 +846,7 @@ func (o *dtwCUDA) launch(sc *scratch, cost cuda.DevicePtr, B, N, M int, dims []i
 		return 0, err
 	}
 	W := int64(N+31) / 32
-	bp, err := sc.alloc(int64(B) * int64(N+M-1) * 2 * W * 4)
+	bp, err := sc.Alloc(int64(B) * int64(N+M-1) * 2 * W * 4)
 	if err != nil {
 		return 0, err
 	}
@@ -916,12 +854,8 @@ func (o *dtwCUDA) launch(sc *scratch, cost cuda.DevicePtr, B, N, M int, dims []i
 	if o.precision == Int32 {
 		k = o.i32
 	}
-	var ptrs [3]cuda.DevicePtr
-	for i, t := range []*rt.Tensor{path, pl, tot} {
-		if ptrs[i], err = cuda.Ptr(t); err != nil {
-			return 0, err
-		}
-	}
-	return status, k.Launch(dim(B), dim(blockFor(N)), 12*N+dtwScratch,
-		cost, N, M, dimsPtr, bp, o.scale, ptrs[0], ptrs[1], ptrs[2])
+	return status, k.Launch(dim(B), dim(blockFor(N)), 12*N+dtwScratch, &kern.DpxDtwParams{
+		Cost: uint64(cost), N: int64(N), M: int64(M), Dims: uint64(dimsPtr), Bp: uint64(bp.Ptr()), Scale: o.scale,
+		Path: uint64(out[0]), PathLen: uint64(out[1]), Total: uint64(out[2]),
+	})
 }

@@ -465,18 +465,24 @@ func alignDeviceTime(tb testing.TB, params map[string]any, in rt.Tensors, reps i
 		c, err := o.plan(context.Background(), in)
 		ps[i] = time.Since(t0)
 		require.NoError(tb, err)
-		sc := scratch{be: o.be}
+		sc := o.be.NewScratch()
 		var outs cuda.Outputs
-		ali := outs.Empty(o.be, rt.I32, rt.Shape{c.B, c.T})
-		fs := outs.Empty(o.be, rt.F32, rt.Shape{c.B, c.T})
-		score := outs.Empty(o.be, rt.F32, rt.Shape{c.B})
+		ts := []*rt.Tensor{
+			outs.Empty(o.be, rt.I32, rt.Shape{c.B, c.T}), outs.Empty(o.be, rt.F32, rt.Shape{c.B, c.T}),
+			outs.Empty(o.be, rt.F32, rt.Shape{c.B}),
+		}
 		require.NoError(tb, outs.Err())
+		ptrs := make([]cuda.DevicePtr, len(ts))
+		for j, t := range ts {
+			ptrs[j], err = cuda.Ptr(t)
+			require.NoError(tb, err)
+		}
 		ds[i], err = o.be.Time(func() error {
-			_, err := o.launch(&sc, c, ali, fs, score)
+			_, err := o.launch(sc, c, ptrs)
 			return err
 		})
 		require.NoError(tb, err)
-		sc.free()
+		sc.Free()
 		outs.Release()
 	}
 	slices.Sort(ds)

@@ -291,13 +291,9 @@ func tilesUnderFloor(f *Features, tile int) int {
 // enqueueTime is the device time of op.enqueue for one batch (CUDA events).
 func enqueueTime(b *testing.B, be *cuda.Backend, op *cudaOp, pcm cuda.DevicePtr, stride int64, items []int64, feats *runtime.Tensor, frames int) time.Duration {
 	d, err := be.Time(func() error {
-		var scratch []*cuda.Buffer
-		defer func() {
-			for _, s := range scratch {
-				_ = s.Free()
-			}
-		}()
-		_, err := op.enqueue(pcm, stride, items, feats, frames, &scratch)
+		sc := be.NewScratch()
+		defer sc.Free()
+		_, err := op.enqueue(pcm, stride, items, feats, frames, sc)
 		return err
 	})
 	if err != nil {

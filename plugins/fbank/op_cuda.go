@@ -27,8 +27,7 @@ const (
 	cudaGroups    = 4        // frames a warp transforms at once (8 lanes a frame)
 	cudaWarps     = 4        // warps per block for a batch (geometryFor)
 	cudaMaxShared = 48 << 10 // bytes of dynamic shared memory without opting in
-	cudaModule    = "edge"
-	statsThreads  = 1024 // block of fbank_stats (its kStatWarps warps)
+	statsThreads  = 1024     // block of fbank_stats (its kStatWarps warps)
 )
 
 // launchKnobs are the choices of how a batch runs its transform, its
@@ -131,11 +130,7 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 	if cudaShared(cfg.NFFT, cfg.NumMels, cudaWarps, true) > cudaMaxShared {
 		return nil, fmt.Errorf("num_mels %d: the cuda kernels support at most %d mel filters", cfg.NumMels, cudaMaxMels(cfg.NFFT))
 	}
-	image, _, err := kernels.Fatbin()
-	if err != nil {
-		return nil, err
-	}
-	mod, err := b.Module(cudaModule, image)
+	mod, err := b.KernelModule()
 	if err != nil {
 		return nil, err
 	}
@@ -276,11 +271,8 @@ func (o *cudaOp) uploadTables() error {
 	bands, w, _ := melBands(bk)
 	var err error
 	upload := func(dst **cuda.Buffer, src []byte) {
-		if err != nil {
-			return
-		}
-		if *dst, err = o.be.Malloc(int64(len(src))); err == nil {
-			err = o.be.HostToDevice((*dst).Ptr(), src)
+		if err == nil {
+			*dst, err = o.be.UploadBuffer(src)
 		}
 	}
 	upload(&o.window, cuda.Bytes(win))
@@ -453,13 +445,9 @@ func (o *cudaOp) plan(lens []int) (items, lengths []int64, shape runtime.Shape, 
 // only synchronising step, a copy of one 8-byte error word per item.
 func (o *cudaOp) launch(pcm cuda.DevicePtr, stride int64, items []int64, feats *runtime.Tensor, frames int) error {
 	batch := len(items) / 3
-	var scratch []*cuda.Buffer
-	defer func() {
-		for _, s := range scratch {
-			_ = s.Free()
-		}
-	}()
-	bad, err := o.enqueue(pcm, stride, items, feats, frames, &scratch)
+	sc := o.be.NewScratch()
+	defer sc.Free()
+	bad, err := o.enqueue(pcm, stride, items, feats, frames, sc)
 	if err != nil {
 		o.items.stale = true
 		return err
@@ -485,9 +473,9 @@ func (o *cudaOp) launch(pcm cuda.DevicePtr, stride int64, items []int64, feats *
 
 // enqueue queues the geometry upload and the kernels without waiting. It
 // returns the device address of the per-item error words (the smallest index
-// of a non-finite sample, all ones when there is none). The scratch buffers
-// it takes from the pool are appended to scratch for the caller to free (in
-// stream order, so right after enqueue is fine).
+// of a non-finite sample, all ones when there is none). Its scratch buffers
+// come from sc, for the caller to free (in stream order, so right after
+// enqueue is fine).
 //
 // The launches (knobsFor): fbank_logmel over G = ceil(frames / tile) tiles
 // an item, whose last block of each item reduces the item's statistics
@@ -496,7 +484,7 @@ func (o *cudaOp) launch(pcm cuda.DevicePtr, stride int64, items []int64, feats *
 // fbank_normalize, one block a tile (Whisper: only the tiles with a value
 // under the floor do work). The fused knob moves the normalisation into
 // fbank_logmel's own launch.
-func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats *runtime.Tensor, frames int, scratch *[]*cuda.Buffer) (cuda.DevicePtr, error) {
+func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats *runtime.Tensor, frames int, sc *cuda.Scratch) (cuda.DevicePtr, error) {
 	c, be := &o.fe.cfg, o.be
 	batch := len(items) / 3
 	out, err := cuda.Ptr(feats)
@@ -505,13 +493,6 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	}
 	geom := o.geometryFor(batch, frames)
 	groups := ceilDiv(frames, geom.frames())
-	alloc := func(bytes int) (*cuda.Buffer, error) {
-		s, err := be.Malloc(int64(max(bytes, 8)))
-		if err == nil {
-			*scratch = append(*scratch, s)
-		}
-		return s, err
-	}
 	ptrs, err := o.items.prepare(be, items)
 	if err != nil {
 		return 0, err
@@ -525,7 +506,7 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	case statsMoments:
 		partialBytes, resultBytes = 16*batch*groups*c.NumMels, 16*batch*c.NumMels // (Σy, Σy²); (mean, inv)
 	}
-	partial, err := alloc(partialBytes + resultBytes)
+	partial, err := sc.Alloc(int64(partialBytes + resultBytes))
 	if err != nil {
 		return 0, err
 	}
@@ -550,11 +531,7 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 		lag = batch
 	}
 	o.epoch++
-	reflect := 0
-	if c.PadMode == PadReflect {
-		reflect = 1
-	}
-	layout := 0
+	layout := int64(0)
 	if c.Layout == TimeMel {
 		layout = 1
 	}
@@ -569,12 +546,18 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 	if kn.oneStage {
 		stages = 1
 	}
-	args := []any{pcm, stride, itemsBuf, o.window, o.twiddle, o.colTw, o.bands, o.weights, o.sharedW, c.NumMels, frames,
-		c.HopLength, o.fe.pad, reflect, c.PreEmphasis, o.guard, o.floor, o.lg2, layout, geom.steps,
-		out, partial, o.statsMode, bad, o.melFrag, o.melTiles, tickets, clampRange, stdEpsilon, result,
-		fused, ptrs.counters, ptrs.ready, o.epoch, geom.frames(), o.fixedFloor, lag, stages, o.melAffine}
 	block := cuda.Dim3{X: 32 * geom.warps, Y: 1, Z: 1}
-	err = logmel.Launch(cuda.Dim3{X: groups, Y: gridY, Z: 1}, block, o.sharedFor(geom, stages)+extra, args...)
+	err = logmel.Launch(cuda.Dim3{X: groups, Y: gridY, Z: 1}, block, o.sharedFor(geom, stages)+extra, &kernels.FbankLogmelParams{
+		Pcm: uint64(pcm), PcmStride: stride, Items: uint64(itemsBuf), Window: addr(o.window), TwN: addr(o.twiddle),
+		ColTw: addr(o.colTw), Bands: addr(o.bands), Weights: addr(o.weights), SharedW: int64(o.sharedW),
+		NMels: int64(c.NumMels), Frames: int64(frames), Hop: int64(c.HopLength), Pad: int64(o.fe.pad),
+		Reflect: int64(b2i(c.PadMode == PadReflect)), Preemph: c.PreEmphasis, Guard: o.guard, MelFloor: o.floor,
+		Scale: o.lg2, Layout: layout, Steps: int64(geom.steps), Out: uint64(out), Partial: uint64(partial.Ptr()),
+		Stats: int64(o.statsMode), Bad: uint64(bad), MelFrag: addr(o.melFrag), MelTiles: addr(o.melTiles),
+		Tickets: uint64(tickets), Clamp: clampRange, Eps: stdEpsilon, Result: uint64(result), Fused: int64(fused),
+		Counters: uint64(ptrs.counters), Ready: uint64(ptrs.ready), Epoch: o.epoch, Tile: int64(geom.frames()),
+		FixedFloor: o.fixedFloor, Lag: int64(lag), Stages: int64(stages), MelAffine: o.melAffine,
+	})
 	if err != nil || o.statsMode == statsNone || fused != 0 {
 		return bad, err
 	}
@@ -583,14 +566,18 @@ func (o *cudaOp) enqueue(pcm cuda.DevicePtr, stride int64, items []int64, feats 
 		normShared = 12 * c.NumMels
 		if !reduce {
 			err = o.stats.Launch(cuda.Dim3{X: ceilDiv(c.NumMels, 32), Y: batch, Z: 1}, cuda.Dim3{X: statsThreads, Y: 1, Z: 1}, 0,
-				itemsBuf, partial, groups, c.NumMels, stdEpsilon, result)
+				&kernels.FbankStatsParams{Items: uint64(itemsBuf), Partial: uint64(partial.Ptr()), Groups: int64(groups),
+					NMels: int64(c.NumMels), Eps: stdEpsilon, Moments: uint64(result)})
 			if err != nil {
 				return 0, err
 			}
 		}
 	}
-	err = o.norm.Launch(cuda.Dim3{X: groups, Y: batch, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, normShared,
-		out, itemsBuf, c.NumMels, frames, layout, o.statsMode, geom.frames(), partial, o.fixedFloor, result)
+	err = o.norm.Launch(cuda.Dim3{X: groups, Y: batch, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, normShared, &kernels.FbankNormalizeParams{
+		Out: uint64(out), Items: uint64(itemsBuf), NMels: int64(c.NumMels), Frames: int64(frames), Layout: layout,
+		Stats: int64(o.statsMode), Tile: int64(geom.frames()), Partial: uint64(partial.Ptr()), FixedFloor: o.fixedFloor,
+		Result: uint64(result),
+	})
 	if err != nil {
 		return 0, err
 	}
@@ -640,4 +627,19 @@ func (o *cudaOp) geometryFor(batch, frames int) launchGeom {
 		}
 	}
 	return launchGeom{cudaWarps, 1}
+}
+
+// addr is the device address of a table buffer (0 for none).
+func addr(b *cuda.Buffer) uint64 {
+	if b == nil {
+		return 0
+	}
+	return uint64(b.Ptr())
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -34,6 +34,10 @@ type stage struct {
 	// words holds the codewords row-major as bf16 bit patterns ([k][dim],
 	// exact), for the contiguous gathers of the residual update and Decode.
 	words []uint16
+	// rows, for fp32 codebooks (NewCodebooksF32) only, holds the codewords
+	// row-major in float32 ([k][dim]); the gathers then read it instead of
+	// words, which holds the values rounded to bf16 (nearest even).
+	rows []float32
 }
 
 // codeword returns entry e as bf16 bit patterns (widen with BF16ToFloat32).
@@ -51,6 +55,46 @@ type Codebooks struct {
 	split int
 	// bounds holds the chains' stage ranges [lo, hi).
 	bounds [][2]int
+	// f32 is set for codebooks made by NewCodebooksF32.
+	f32 bool
+}
+
+// NewCodebooksF32 prepares float32 codebooks of width dim as published
+// codecs store them (EnCodec, Mimi, DAC): one row-major [K_q, dim] slice per
+// stage, any finite values, each codeword's squared norm at most
+// MaxSquaredNorm. Distances, residuals and sums are float32 as in
+// NewCodebooks; the codewords are used exactly as given, not rounded.
+//
+// Such codebooks run on the CPU only: F32 reports them, and device paths
+// that hold bf16 images of the codewords must refuse them.
+func NewCodebooksF32(dim int, stages ...[]float32) (*Codebooks, error) {
+	c, err := newCodebooks(dim, stages, func(dst, src []float32) (int, error) {
+		for i, v := range src {
+			if math.Float32bits(v)&0x7F800000 == 0x7F800000 {
+				return i, fmt.Errorf("value %v is not finite", v)
+			}
+			dst[i] = v
+		}
+		return 0, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.f32 = true
+	for q, s := range stages {
+		c.stages[q].rows = append([]float32(nil), s...)
+	}
+	return c, nil
+}
+
+// F32 reports whether c holds fp32 codewords (NewCodebooksF32) rather than
+// bf16 ones.
+func (c *Codebooks) F32() bool { return c.f32 }
+
+// nearestBF16 rounds v to the nearest bf16 pattern (ties to even); v finite.
+func nearestBF16(v float32) uint16 {
+	b := math.Float32bits(v)
+	return uint16((b + 0x7FFF + (b>>16)&1) >> 16)
 }
 
 // NewCodebooks prepares float32 codebooks of width dim: one row-major
@@ -125,7 +169,7 @@ func newCodebooks[E any](dim int, stages [][]E, widen func(dst []float32, src []
 			word := st.words[e*dim : (e+1)*dim]
 			for d, v := range row {
 				panel[d*panelWidth] = v
-				word[d] = uint16(math.Float32bits(v) >> 16)
+				word[d] = nearestBF16(v)
 				norm += v * v
 			}
 			if !(norm <= MaxSquaredNorm) {

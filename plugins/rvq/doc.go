@@ -51,6 +51,11 @@
 // 0.08 in our goldens). Exact ties (e.g. duplicate codewords) go to the
 // lowest index on every path.
 //
+// fp32 codebooks (NewCodebooksF32), as published codecs store them, run the
+// same kernel with the codewords used exactly as given in the residual
+// update and in Decode; they are CPU-only for now (Codebooks.F32 reports
+// them).
+//
 // To keep every distance finite, each frame of x and each codeword must have
 // a squared L2 norm of at most MaxSquaredNorm; x must be finite.
 //

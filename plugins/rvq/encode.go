@@ -199,6 +199,13 @@ func (c *Codebooks) encodeBlock(s *scratch, bl block, x []float32, codes []int32
 				j := argminLanes(best[i*panelWidth:(i+1)*panelWidth], bidx[i*panelWidth:(i+1)*panelWidth])
 				codes[i*nq+q] = j
 				r, a := res[i*d:(i+1)*d], acc[i*d:(i+1)*d]
+				if st.rows != nil {
+					for k, v := range st.rows[int(j)*d : (int(j)+1)*d] {
+						r[k] -= v
+						a[k] += v
+					}
+					continue
+				}
 				for k, w := range st.codeword(d, int(j)) {
 					v := BF16ToFloat32(w)
 					r[k] -= v
@@ -302,7 +309,14 @@ func (c *Codebooks) decodeFrame(codes []int32, acc, out []float32) {
 	for ci, ch := range c.chains() {
 		clear(acc)
 		for q := ch[0]; q < ch[1]; q++ {
-			for k, w := range c.stages[q].codeword(d, int(codes[q])) {
+			st, e := &c.stages[q], int(codes[q])
+			if st.rows != nil {
+				for k, v := range st.rows[e*d : (e+1)*d] {
+					acc[k] += v
+				}
+				continue
+			}
+			for k, w := range st.codeword(d, e) {
 				acc[k] += BF16ToFloat32(w)
 			}
 		}

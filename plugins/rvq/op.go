@@ -20,6 +20,7 @@ var (
 		Doc: "sum of the selected codewords (fp32, stage order; split: first chain's sum + second chain's)"}
 	params = []runtime.ParamSpec{
 		{Name: "codebook_sizes", Kind: runtime.Ints, Doc: "K_q per stage, for codebooks of different sizes (see the codebooks input)"},
+		{Name: "fp32", Kind: runtime.Boolean, Default: false, Doc: "f32 codebooks hold any finite fp32 values, used exactly (published EnCodec/Mimi/DAC codebooks); CPU backend only (the CUDA one keeps the bf16 contract and rejects values bf16 cannot hold)"},
 		{Name: "split", Kind: runtime.Int, Default: 0, Doc: "Mimi split RVQ: the first `split` stages and the rest are two chains both fed x (Mimi: 1); 0 = one chain"},
 	}
 )
@@ -61,6 +62,7 @@ func init() {
 type op struct {
 	sizes []int
 	split int
+	fp32  bool
 	run   func(ctx context.Context, c *Codebooks, in runtime.Tensors) (runtime.Tensors, error)
 }
 
@@ -69,7 +71,7 @@ func newOp(run func(context.Context, *Codebooks, runtime.Tensors) (runtime.Tenso
 		if b.Name() != "cpu" {
 			return nil, fmt.Errorf("no implementation for backend %q (available: cpu)", b.Name())
 		}
-		o := &op{sizes: p.IntList("codebook_sizes"), split: p.Int("split")}
+		o := &op{sizes: p.IntList("codebook_sizes"), split: p.Int("split"), fp32: p.Bool("fp32")}
 		if o.split < 0 || o.split >= MaxStages {
 			return nil, fmt.Errorf("split = %d, want 0 (one chain) or 1..%d", o.split, MaxStages-1)
 		}
@@ -82,7 +84,7 @@ func newOp(run func(context.Context, *Codebooks, runtime.Tensors) (runtime.Tenso
 }
 
 func (o *op) Run(ctx context.Context, in runtime.Tensors) (runtime.Tensors, error) {
-	c, err := CodebooksFromTensor(in["codebooks"], o.sizes)
+	c, err := codebooksFromTensor(in["codebooks"], o.sizes, o.fp32)
 	if err != nil {
 		return nil, fmt.Errorf("input \"codebooks\" %v: %w", in["codebooks"].Shape(), err)
 	}
@@ -192,6 +194,22 @@ func batchOf(name string, sh runtime.Shape, lengths *runtime.Tensor) (Batch, err
 // uses its first sizes[q] <= K rows), or [N, D] (sizes nil: one stage of N
 // entries; otherwise the stages concatenated, sum(sizes) = N).
 func CodebooksFromTensor(t *runtime.Tensor, sizes []int) (*Codebooks, error) {
+	return codebooksFromTensor(t, sizes, false)
+}
+
+// CodebooksFromTensorF32 is CodebooksFromTensor for f32 codebooks of any
+// finite values (NewCodebooksF32); bf16 bit patterns are refused.
+func CodebooksFromTensorF32(t *runtime.Tensor, sizes []int) (*Codebooks, error) {
+	if t.DType() != runtime.F32 {
+		return nil, fmt.Errorf("dtype %v, want f32 codebooks (fp32 = true)", t.DType())
+	}
+	return codebooksFromTensor(t, sizes, true)
+}
+
+func codebooksFromTensor(t *runtime.Tensor, sizes []int, fp32 bool) (*Codebooks, error) {
+	if fp32 && t.DType() != runtime.F32 {
+		return nil, fmt.Errorf("dtype %v, want f32 codebooks (fp32 = true)", t.DType())
+	}
 	sh := t.Shape()
 	if err := checkSizes(sizes); err != nil {
 		return nil, err
@@ -248,6 +266,9 @@ func CodebooksFromTensor(t *runtime.Tensor, sizes []int) (*Codebooks, error) {
 	}
 	switch t.DType() {
 	case runtime.F32:
+		if fp32 {
+			return NewCodebooksF32(dim, stageSlices(t.F32(), sizes, dim, lo)...)
+		}
 		return NewCodebooks(dim, stageSlices(t.F32(), sizes, dim, lo)...)
 	case runtime.U16:
 		return NewCodebooksBF16(dim, stageSlices(t.U16(), sizes, dim, lo)...)

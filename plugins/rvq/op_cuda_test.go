@@ -155,50 +155,29 @@ func TestCUDAEncodeMatchesCPU(t *testing.T) {
 }
 
 // TestVariantSharedMemory pins variant.shared to kernels/rvq.cu's
-// shared-memory comment: 106 KiB for m128n128w24s4p at D = 128, 170 KiB
-// with the residual, the quantized-gather region (8960 bytes at BM = 128)
-// for the aw kernels only, and the g kernel's staging tiles on Hopper.
+// shared-memory comment: 106 KiB for m128n128w24s4p at D = 128, the fp32
+// residual rows (64 KiB at BM = 128, D = 128) for the r kernels, the
+// quantized-gather region (8960 bytes at BM = 128) for the aw kernels only,
+// and the f kernel's missing A tile on Hopper.
 func TestVariantSharedMemory(t *testing.T) {
 	byName := map[string]variant{}
 	for _, v := range variants {
 		byName[v.name] = v
 	}
 	assert.Equal(t, 108096, byName["rvq_encode_m128n128w24s4p"].shared(128, true))
-	assert.Equal(t, 108096+128*128*4, byName["rvq_encode_m128n128w24s4pr"].shared(128, true))
 	wa := byName["rvq_encode_wa_m128n128s6pwra_d128"]
+	noRes := wa
+	noRes.rs = false
+	assert.Equal(t, 128*128*4, wa.shared(128, true)-noRes.shared(128, true))
 	plain := wa
 	plain.awDp = 0
 	assert.Equal(t, 128*MaxStages*2+MaxStages*8+8*8*8, wa.shared(128, true)-plain.shared(128, true))
-	// g at D = 256 on Hopper: 16 KiB of staging tiles instead of the
-	// 64 KiB A tile; elsewhere the A tile.
-	g := byName["rvq_encode_wa_m128n128s12pwg_d256"]
-	assert.Equal(t, 128*64*2+12*(128*64*2+128*4)+128*12+128*12+12*16+8960, g.shared(256, true))
-	assert.Equal(t, g.shared(256, true)-128*64*2+128*256*2, g.shared(256, false))
 	// f at D = 256: no A tile on Hopper (the residual's low halves are in
 	// global scratch), a ring of 13 slots: 231888 bytes; elsewhere the A tile.
 	f := byName["rvq_encode_wa_m128n128s13pwf_d256"]
 	assert.Equal(t, 13*(128*64*2+128*4)+128*12+128*12+13*16+8960, f.shared(256, true))
 	assert.Equal(t, 231888, f.shared(256, true))
 	assert.Equal(t, f.shared(256, true)+128*256*2, f.shared(256, false))
-}
-
-// TestFragDim: the f kernels' dimension order is a permutation of each
-// 256-value row, and lane (g, t)'s mma.sync A columns 2t, 2t+1, 2t+8, 2t+9
-// of step s are its dimensions d .. d + 3, d = 32(s/2) + 8t + 4(s%2).
-func TestFragDim(t *testing.T) {
-	seen := make([]bool, fragDp)
-	for c := 0; c < fragDp; c++ {
-		d := fragDim(c)
-		require.False(t, seen[d], "dimension %d twice", d)
-		seen[d] = true
-	}
-	for lt := 0; lt < 4; lt++ {
-		for s := 0; s < fragDp/16; s++ {
-			for e, col := range []int{2 * lt, 2*lt + 1, 2*lt + 8, 2*lt + 9} {
-				assert.Equal(t, 32*(s/2)+8*lt+4*(s%2)+e, fragDim(16*s+col))
-			}
-		}
-	}
 }
 
 // TestCUDAVariants runs every fused variant that fits the device at D = 128

@@ -102,49 +102,66 @@ func TestStatsCountCopies(t *testing.T) {
 // axpyPTX is y[i] += (float)a·x[i] for i < n, generated with
 // nvcc -ptx -arch=compute_80 (the driver JIT-compiles it for any newer GPU):
 //
-//	extern "C" __global__ void axpy(float* y, const float* x, long long n, double a)
+//	struct AxpyParams { float* y; const float* x; long long n; double a; };
+//	extern "C" __global__ void axpy(const __grid_constant__ AxpyParams p)
 const axpyPTX = `.version 7.8
 .target sm_80
 .address_size 64
 	// .globl	axpy
 .visible .entry axpy(
-	.param .u64 axpy_param_0,
-	.param .u64 axpy_param_1,
-	.param .u64 axpy_param_2,
-	.param .f64 axpy_param_3
+	.param .align 8 .b8 axpy_param_0[32]
 )
 {
 	.reg .pred 	%p<2>;
 	.reg .f32 	%f<5>;
 	.reg .b32 	%r<4>;
 	.reg .f64 	%fd<2>;
-	.reg .b64 	%rd<12>;
-	ld.param.u64 	%rd2, [axpy_param_0];
-	ld.param.u64 	%rd3, [axpy_param_1];
-	ld.param.u64 	%rd4, [axpy_param_2];
-	ld.param.f64 	%fd1, [axpy_param_3];
+	.reg .b64 	%rd<14>;
+	mov.b64 	%rd3, axpy_param_0;
+	mov.u64 	%rd2, %rd3;
 	mov.u32 	%r1, %ctaid.x;
 	mov.u32 	%r2, %ntid.x;
-	mul.wide.u32 	%rd5, %r1, %r2;
+	mul.wide.u32 	%rd4, %r1, %r2;
 	mov.u32 	%r3, %tid.x;
-	cvt.u64.u32 	%rd6, %r3;
-	add.s64 	%rd1, %rd5, %rd6;
-	setp.ge.s64 	%p1, %rd1, %rd4;
+	cvt.u64.u32 	%rd5, %r3;
+	add.s64 	%rd1, %rd4, %rd5;
+	ld.param.u64 	%rd6, [axpy_param_0+16];
+	setp.ge.s64 	%p1, %rd1, %rd6;
 	@%p1 bra 	$L__BB0_2;
-	cvta.to.global.u64 	%rd7, %rd3;
-	shl.b64 	%rd8, %rd1, 2;
-	add.s64 	%rd9, %rd7, %rd8;
-	ld.global.f32 	%f1, [%rd9];
-	cvt.rn.f32.f64 	%f2, %fd1;
-	cvta.to.global.u64 	%rd10, %rd2;
-	add.s64 	%rd11, %rd10, %rd8;
-	ld.global.f32 	%f3, [%rd11];
-	fma.rn.f32 	%f4, %f1, %f2, %f3;
-	st.global.f32 	[%rd11], %f4;
+	ld.param.f64 	%fd1, [%rd2+24];
+	cvt.rn.f32.f64 	%f1, %fd1;
+	ld.param.u64 	%rd7, [%rd2+8];
+	cvta.to.global.u64 	%rd8, %rd7;
+	shl.b64 	%rd9, %rd1, 2;
+	add.s64 	%rd10, %rd8, %rd9;
+	ld.global.f32 	%f2, [%rd10];
+	ld.param.u64 	%rd11, [%rd2];
+	cvta.to.global.u64 	%rd12, %rd11;
+	add.s64 	%rd13, %rd12, %rd9;
+	ld.global.f32 	%f3, [%rd13];
+	fma.rn.f32 	%f4, %f2, %f1, %f3;
+	st.global.f32 	[%rd13], %f4;
 $L__BB0_2:
 	ret;
 }
 `
+
+// axpyKernel loads axpyPTX on b and returns its kernel.
+func axpyKernel(t *testing.T, b *Backend) *Kernel {
+	t.Helper()
+	m, err := b.Module("axpy", []byte(axpyPTX))
+	require.NoError(t, err)
+	k, err := m.Kernel("axpy")
+	require.NoError(t, err)
+	return k
+}
+
+// axpyParams mirrors the C struct AxpyParams of axpyPTX.
+type axpyParams struct {
+	Y, X uint64
+	N    int64
+	A    float64
+}
 
 func TestKernelLaunch(t *testing.T) {
 	b := openTest(t)
@@ -168,9 +185,9 @@ func TestKernelLaunch(t *testing.T) {
 	yd, err := b.Upload(runtime.Must(runtime.FromSlice(runtime.F32, runtime.Shape{n}, y)))
 	require.NoError(t, err)
 	yp, _ := Ptr(yd)
-	elapsed, err := b.Time(func() error {
-		return k.Launch(Dim3{(n + 127) / 128, 1, 1}, Dim3{128, 1, 1}, 0, yp, xd.Buffer().(*Buffer), n, 0.5)
-	})
+	xp, _ := Ptr(xd)
+	p := &axpyParams{Y: uint64(yp), X: uint64(xp), N: n, A: 0.5}
+	elapsed, err := b.Time(func() error { return k.Launch(Dim3{(n + 127) / 128, 1, 1}, Dim3{128, 1, 1}, 0, p) })
 	require.NoError(t, err)
 	assert.Positive(t, elapsed)
 	got, err := b.Download(yd)
@@ -179,10 +196,8 @@ func TestKernelLaunch(t *testing.T) {
 		require.Equal(t, 1+0.5*float32(i), v, "y[%d]", i)
 	}
 
-	assert.ErrorContains(t, k.Launch(Dim3{1, 1, 1}, Dim3{1, 1, 1}, 0, yp, xd.Buffer(), float32(1), 0.5),
-		"argument 2 is float32")
-	assert.ErrorContains(t, k.Launch(Dim3{0, 1, 1}, Dim3{1, 1, 1}, 0, yp, yp, 1, 0.5), "every dimension must be >= 1")
-	assert.ErrorContains(t, k.Launch(Dim3{1, 1, 1}, Dim3{4096, 1, 1}, 0, yp, yp, 1, 0.5), "launching axpy")
+	assert.ErrorContains(t, k.Launch(Dim3{0, 1, 1}, Dim3{1, 1, 1}, 0, p), "every dimension must be >= 1")
+	assert.ErrorContains(t, k.Launch(Dim3{1, 1, 1}, Dim3{4096, 1, 1}, 0, p), "launching axpy")
 	_, err = b.Module("garbage", []byte("not a module"))
 	assert.ErrorContains(t, err, "loading module garbage")
 }
@@ -191,10 +206,7 @@ func TestKernelLaunch(t *testing.T) {
 // goroutines at once (run with -race).
 func TestConcurrentUse(t *testing.T) {
 	b := openTest(t)
-	m, err := b.Module("axpy", []byte(axpyPTX))
-	require.NoError(t, err)
-	k, err := m.Kernel("axpy")
-	require.NoError(t, err)
+	k := axpyKernel(t, b)
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
 	for g := range errs {
@@ -213,7 +225,8 @@ func TestConcurrentUse(t *testing.T) {
 					return
 				}
 				p, _ := Ptr(d)
-				if err := k.Launch(Dim3{(n + 127) / 128, 1, 1}, Dim3{128, 1, 1}, 0, p, p, n, 1.0); err != nil {
+				ap := &axpyParams{Y: uint64(p), X: uint64(p), N: int64(n), A: 1}
+				if err := k.Launch(Dim3{(n + 127) / 128, 1, 1}, Dim3{128, 1, 1}, 0, ap); err != nil {
 					errs[g] = err
 					return
 				}

@@ -26,10 +26,7 @@ func TestRawFunctionLayout(t *testing.T) {
 
 func TestSetMaxDynamicShared(t *testing.T) {
 	b := openTest(t)
-	m, err := b.Module("axpy", []byte(axpyPTX))
-	require.NoError(t, err)
-	k, err := m.Kernel("axpy")
-	require.NoError(t, err)
+	k := axpyKernel(t, b)
 	limit, err := k.MaxDynamicShared()
 	require.NoError(t, err)
 	assert.Greater(t, limit, 48<<10, "Hopper and Orin allow more than 48 KiB a block after opting in")
@@ -37,11 +34,12 @@ func TestSetMaxDynamicShared(t *testing.T) {
 	yd, err := b.Alloc(runtime.F32, runtime.Shape{1})
 	require.NoError(t, err)
 	y := yd.Buffer().(*Buffer)
+	p := &axpyParams{Y: uint64(y.Ptr()), X: uint64(y.Ptr()), A: 0.5}
 	// Above 48 KiB the launch fails until the kernel opts in.
 	big := 64 << 10
-	assert.Error(t, k.Launch(Dim3{1, 1, 1}, Dim3{1, 1, 1}, big, y, y, 0, 0.5))
+	assert.Error(t, k.Launch(Dim3{1, 1, 1}, Dim3{1, 1, 1}, big, p))
 	require.NoError(t, k.SetMaxDynamicShared(big))
-	require.NoError(t, k.Launch(Dim3{1, 1, 1}, Dim3{1, 1, 1}, big, y, y, 0, 0.5))
+	require.NoError(t, k.Launch(Dim3{1, 1, 1}, Dim3{1, 1, 1}, big, p))
 	require.NoError(t, b.Synchronize())
 	assert.ErrorContains(t, k.SetMaxDynamicShared(limit+1), "allows")
 }

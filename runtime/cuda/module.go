@@ -4,11 +4,11 @@ package cuda
 
 import (
 	"fmt"
-	"math"
 	"sync"
-	"unsafe"
 
 	"gorgonia.org/cu"
+
+	"github.com/edgespeech/edge/kernels"
 )
 
 // Module is a loaded kernel image (fatbin, cubin or PTX) of a Backend.
@@ -50,6 +50,28 @@ func (b *Backend) Module(name string, image []byte) (*Module, error) {
 	return m, nil
 }
 
+// KernelModuleName is the name KernelModule loads the project's kernels
+// under.
+const KernelModuleName = "edge"
+
+// KernelModule returns the module of the project's kernels (package
+// kernels: the embedded fatbin, or the file $EDGE_KERNELS_FATBIN names),
+// loaded once per backend; later calls return it without reading the image
+// again.
+func (b *Backend) KernelModule() (*Module, error) {
+	b.modMu.Lock()
+	m := b.modules[KernelModuleName]
+	b.modMu.Unlock()
+	if m != nil {
+		return m, nil
+	}
+	image, _, err := kernels.Fatbin()
+	if err != nil {
+		return nil, err
+	}
+	return b.Module(KernelModuleName, image)
+}
+
 func (m *Module) unload() error { return m.b.Do(func() error { return m.mod.Unload() }) }
 
 // Kernel is one __global__ function of a Module.
@@ -57,6 +79,9 @@ type Kernel struct {
 	m    *Module
 	name string
 	fn   cu.Function
+
+	paramOnce sync.Once
+	params    paramInfo // the driver's view of its parameters (Launch's check)
 }
 
 // Kernel looks up an extern "C" __global__ function by name.
@@ -78,49 +103,4 @@ func (m *Module) Kernel(name string) (*Kernel, error) {
 	k := &Kernel{m: m, name: name, fn: fn}
 	m.fns[name] = k
 	return k, nil
-}
-
-// Dim3 is a grid or block size.
-type Dim3 struct{ X, Y, Z int }
-
-// Launch queues the kernel on the backend's stream. Every argument is passed
-// as one 8-byte word (gorgonia.org/cu's convention), so the CUDA side must
-// declare 8-byte parameters: pointers (*Buffer, cu.DevicePtr), long long
-// (int, int64, uint64) or double (float64). Other argument types are an
-// error, float32 included: declare the parameter double and convert in the
-// kernel.
-func (k *Kernel) Launch(grid, block Dim3, sharedBytes int, args ...any) error {
-	words := make([]uint64, len(args))
-	ptrs := make([]unsafe.Pointer, len(args))
-	for i, a := range args {
-		switch v := a.(type) {
-		case *Buffer:
-			words[i] = uint64(v.Ptr())
-		case cu.DevicePtr:
-			words[i] = uint64(v)
-		case int:
-			words[i] = uint64(int64(v))
-		case int64:
-			words[i] = uint64(v)
-		case uint64:
-			words[i] = v
-		case float64:
-			words[i] = math.Float64bits(v)
-		default:
-			return fmt.Errorf("cuda: kernel %s argument %d is %T; want *Buffer, cu.DevicePtr, int, int64, uint64 or float64 (8-byte parameters)", k.name, i, a)
-		}
-		ptrs[i] = unsafe.Pointer(&words[i])
-	}
-	for _, d := range []int{grid.X, grid.Y, grid.Z, block.X, block.Y, block.Z} {
-		if d < 1 {
-			return fmt.Errorf("cuda: kernel %s launch grid %v block %v: every dimension must be >= 1", k.name, grid, block)
-		}
-	}
-	err := k.m.b.Do(func() error {
-		return k.fn.Launch(grid.X, grid.Y, grid.Z, block.X, block.Y, block.Z, sharedBytes, k.m.b.stream, ptrs)
-	})
-	if err != nil {
-		return fmt.Errorf("cuda: launching %s (grid %v, block %v, %d B shared): %w", k.name, grid, block, sharedBytes, err)
-	}
-	return nil
 }

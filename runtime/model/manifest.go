@@ -93,7 +93,9 @@ type Manifest struct {
 	// Normalize is NormalizeNone (the default) or NormalizePerUtterance.
 	Normalize string  `yaml:"normalize"`
 	Encoder   Encoder `yaml:"encoder"`
-	// Vocabulary is the tokens.txt path, relative to Dir unless absolute.
+	// Vocabulary is the vocabulary file (tokens.txt, vocab.json,
+	// tokenizer.json, a SentencePiece .model or a NeMo model_config.yaml's
+	// decoder.vocabulary), relative to Dir unless absolute.
 	Vocabulary string `yaml:"vocabulary"`
 	BlankID    int    `yaml:"blank_id"`
 	// FrameStride is the duration of one encoder output frame in seconds.
@@ -103,12 +105,58 @@ type Manifest struct {
 	// piece of each word. At most one is set.
 	WordDelimiter       string `yaml:"word_delimiter"`
 	SentencePieceMarker string `yaml:"sentencepiece_marker"`
+	// FrameOffset is added to every frame time, in seconds: the centre of
+	// frame 0's receptive field less half a frame (wav2vec2: 2.5 ms).
+	FrameOffset float64 `yaml:"frame_offset,omitempty"`
+	// Tokenizer is the subword model text is encoded with for alignment (a
+	// SentencePiece .model or a tokenizer.json); empty: character
+	// vocabularies spell words letter by letter, SentencePiece-style
+	// vocabularies are encoded by BPE in id order.
+	Tokenizer string `yaml:"tokenizer,omitempty"`
+	// SpecialTokens never appear in output text; default: every symbol of
+	// the form <...>.
+	SpecialTokens []string `yaml:"special_tokens,omitempty"`
 
 	// Dir is the directory relative paths resolve against (the manifest's).
 	Dir string `yaml:"-"`
-	// Vocab is the loaded vocabulary (set by Load; nil after Parse).
+	// Vocab is the loaded vocabulary (set by Load; nil after Parse). With
+	// blank_id equal to the file's token count, a blank symbol is appended.
 	Vocab *Vocabulary `yaml:"-"`
+	// Tok encodes text for alignment (set by Load; nil for character vocabularies).
+	Tok *Tokenizer `yaml:"-"`
+	// Format is how the manifest was made: FormatManifest or a detected format.
+	Format string `yaml:"-"`
+	// Sources says, per key (name, frontend.preset, blank_id, ...), which
+	// file and value it came from; detection fills it.
+	Sources map[string]string `yaml:"-"`
+	// Notes are caveats detection found (shown by edge models inspect).
+	Notes []string `yaml:"-"`
 }
+
+// Specials is the set of special token ids (never in output text).
+func (m *Manifest) Specials() map[int]bool {
+	out := map[int]bool{}
+	if m.Vocab == nil {
+		return out
+	}
+	if m.SpecialTokens != nil {
+		for _, s := range m.SpecialTokens {
+			if id, ok := m.Vocab.ID(s); ok {
+				out[id] = true
+			}
+		}
+		return out
+	}
+	for id, s := range m.Vocab.Tokens() {
+		if IsSpecialToken(s) {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// TokenizerPath is the absolute or Dir-relative path of the tokenizer ("" if none).
+func (m *Manifest) TokenizerPath() string { return m.resolve(m.Tokenizer) }
 
 // Encoder names the ONNX file and maps edge tensor names to the model's.
 type Encoder struct {
@@ -121,7 +169,7 @@ type Encoder struct {
 // EncoderPath is the absolute or Dir-relative path of the ONNX file.
 func (m *Manifest) EncoderPath() string { return m.resolve(m.Encoder.File) }
 
-// VocabularyPath is the absolute or Dir-relative path of tokens.txt.
+// VocabularyPath is the absolute or Dir-relative path of the vocabulary file.
 func (m *Manifest) VocabularyPath() string { return m.resolve(m.Vocabulary) }
 
 // Layout is the frontend layout ("" for raw-waveform models).
@@ -143,11 +191,20 @@ func (m *Manifest) resolve(p string) string {
 // maxManifestBytes bounds what Load reads: manifests are a few hundred bytes.
 const maxManifestBytes = 1 << 20
 
-// Load reads a manifest from a model directory (holding model.yaml) or a
-// manifest file, checks it (see Parse), checks that the encoder file exists
-// and loads the vocabulary, checking blank_id and the word delimiter against it.
+// Load reads a manifest from a model directory or a manifest file, checks
+// it (see Parse), checks that the encoder file exists and loads the
+// vocabulary, checking blank_id and the word delimiter against it. A
+// directory's model.yaml is the manifest; a directory without one is
+// detected (see Detect) and gives the same Manifest.
 func Load(path string) (*Manifest, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		if _, err := os.Stat(filepath.Join(path, FileName)); errors.Is(err, os.ErrNotExist) {
+			m, err := Detect(path)
+			if err != nil {
+				return nil, fmt.Errorf("%s has no %s; detecting the export's format: %w", path, FileName, err)
+			}
+			return m, nil
+		}
 		path = filepath.Join(path, FileName)
 	}
 	f, err := os.Open(path)
@@ -172,6 +229,12 @@ func Load(path string) (*Manifest, error) {
 	if err := m.loadFiles(); err != nil {
 		return nil, fmt.Errorf("model manifest %s: %w", path, err)
 	}
+	m.Format = FormatManifest
+	m.Sources = map[string]string{}
+	for _, k := range []string{"name", "sample_rate", "frontend", "normalize", "encoder.file", "encoder.inputs", "encoder.outputs",
+		"vocabulary", "blank_id", "frame_stride", "frame_offset", "word_delimiter", "sentencepiece_marker", "tokenizer", "special_tokens"} {
+		m.Sources[k] = filepath.Base(path)
+	}
 	return m, nil
 }
 
@@ -184,12 +247,37 @@ func (m *Manifest) loadFiles() error {
 	if st.IsDir() {
 		return fmt.Errorf("encoder.file %s is a directory, want an .onnx file", p)
 	}
-	v, err := LoadVocabulary(m.VocabularyPath())
-	if err != nil {
+	var v *Vocabulary
+	if strings.HasSuffix(strings.ToLower(m.Vocabulary), ".yaml") { // a NeMo model_config.yaml's decoder.vocabulary
+		cfg, err := readNeMoConfig(m.VocabularyPath())
+		if err != nil {
+			return fmt.Errorf("vocabulary: %w", err)
+		}
+		if v, err = NewVocabulary(cfg.Decoder.Vocabulary); err != nil {
+			return fmt.Errorf("vocabulary %s decoder.vocabulary: %w", m.VocabularyPath(), err)
+		}
+	} else if v, err = LoadVocabularyFile(m.VocabularyPath()); err != nil {
 		return err
 	}
+	if m.BlankID == v.Len() {
+		v = v.withBlank() // NeMo: the blank follows the tokenizer's pieces
+	}
 	if _, ok := v.Token(m.BlankID); !ok {
-		return fmt.Errorf("blank_id %d is out of range: the vocabulary has %d tokens (ids 0..%d)", m.BlankID, v.Len(), v.Len()-1)
+		return fmt.Errorf("blank_id %d is out of range: the vocabulary has %d tokens (ids 0..%d, or %d for a blank appended after them)", m.BlankID, v.Len(), v.Len()-1, v.Len())
+	}
+	if m.Tokenizer != "" {
+		t, err := LoadTokenizer(m.TokenizerPath())
+		if err != nil {
+			return fmt.Errorf("tokenizer: %w", err)
+		}
+		for id, piece := range t.Pieces() {
+			if vid, ok := v.ID(piece); !ok || vid != id {
+				return fmt.Errorf("tokenizer %s: piece %d %q is not id %d of the vocabulary %s", m.TokenizerPath(), id, piece, id, m.VocabularyPath())
+			}
+		}
+		m.Tok = t
+	} else if m.SentencePieceMarker != "" {
+		m.Tok = TokenizerFromVocabulary(v, m.VocabularyPath())
 	}
 	if d := m.WordDelimiter; d != "" {
 		if _, ok := v.ID(d); !ok {
@@ -262,13 +350,16 @@ func (m *Manifest) validate() error {
 	}
 	m.validateIO(bad)
 	if m.Vocabulary == "" {
-		bad("vocabulary is missing (a tokens.txt file)")
+		bad("vocabulary is missing (a tokens.txt, vocab.json, tokenizer.json or SentencePiece .model file)")
 	}
 	if m.BlankID < 0 {
 		bad("blank_id %d is negative", m.BlankID)
 	}
 	if !(m.FrameStride > 0 && m.FrameStride <= 10) || math.IsNaN(m.FrameStride) {
 		bad("frame_stride %v is out of range (want seconds per encoder frame, e.g. 0.02 or 0.04)", m.FrameStride)
+	}
+	if !(math.Abs(m.FrameOffset) <= 10) {
+		bad("frame_offset %v is out of range (want seconds, |offset| <= 10)", m.FrameOffset)
 	}
 	if m.WordDelimiter != "" && m.SentencePieceMarker != "" {
 		bad("word_delimiter and sentencepiece_marker are both set; a vocabulary uses one or the other")

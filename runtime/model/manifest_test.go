@@ -145,7 +145,7 @@ func TestLoadFileErrors(t *testing.T) {
 		{"no manifest", func(t *testing.T, dir string) string {
 			require.NoError(t, os.Remove(filepath.Join(dir, FileName)))
 			return dir
-		}, []string{"model.yaml does not exist"}},
+		}, []string{"has no model.yaml; detecting", "not a readable ONNX model"}},
 		{"no onnx", func(t *testing.T, dir string) string {
 			require.NoError(t, os.Remove(filepath.Join(dir, "model.onnx")))
 			return dir
@@ -164,9 +164,9 @@ func TestLoadFileErrors(t *testing.T) {
 			return dir
 		}, []string{"tokens.txt: line 2: id 7 out of range"}},
 		{"blank out of range", func(t *testing.T, dir string) string {
-			rewrite(t, dir, "blank_id: 0", "blank_id: 5")
+			rewrite(t, dir, "blank_id: 0", "blank_id: 6")
 			return dir
-		}, []string{"blank_id 5 is out of range: the vocabulary has 5 tokens (ids 0..4)"}},
+		}, []string{"blank_id 6 is out of range: the vocabulary has 5 tokens (ids 0..4, or 5 for a blank appended after them)"}},
 		{"delimiter not in vocabulary", func(t *testing.T, dir string) string {
 			rewrite(t, dir, `word_delimiter: "▁"`, `word_delimiter: "#"`)
 			return dir

@@ -24,7 +24,14 @@ func (e *Encoder) boundRun(ctx context.Context, in *memoryInfo, addr uintptr, sh
 	for i, d := range shape {
 		dims[i] = int64(d)
 	}
-	x, err := newValue(in, addr, int64(shape.NumElements())*4, dims, ort.TensorElementDataTypeFloat)
+	elem, size := ort.TensorElementDataType(ort.TensorElementDataTypeFloat), int64(4)
+	if e.sig.f16In {
+		if in != e.cpuInfo {
+			return nil, nil, fmt.Errorf("the model's %s is float16: it takes its input from host memory (run it on the cpu backend)", e.sig.input.name())
+		}
+		elem, size = ort.TensorElementDataTypeFloat16, 2 // addr holds the cast input
+	}
+	x, err := newValue(in, addr, int64(shape.NumElements())*size, dims, elem)
 	if err != nil {
 		return nil, nil, fmt.Errorf("wrapping input %q: %w", e.sig.input.edge, err)
 	}
@@ -85,7 +92,7 @@ func (e *Encoder) boundRun(ctx context.Context, in *memoryInfo, addr uintptr, sh
 	if len(outs) != want {
 		return fail(fmt.Errorf("the bound run gave %d outputs, want %d", len(outs), want))
 	}
-	if outs[0].elem != ort.TensorElementDataTypeFloat {
+	if outs[0].elem != ort.TensorElementDataTypeFloat && outs[0].elem != ort.TensorElementDataTypeFloat16 {
 		return fail(fmt.Errorf("the model's %s is %v, want float", e.sig.output.name(), outs[0].elem))
 	}
 	var modelLengths []int64
@@ -120,12 +127,19 @@ func (e *Encoder) boundRun(ctx context.Context, in *memoryInfo, addr uintptr, sh
 // first, as it does for the default Run).
 func (e *Encoder) runBoundHost(ctx context.Context, data []float32, shape runtime.Shape, length int, lengths []int64) (runtime.Tensors, error) {
 	var pin goruntime.Pinner
+	addr := uintptr(unsafe.Pointer(&data[0]))
 	pin.Pin(&data[0])
+	if e.sig.f16In {
+		h := toFloat16(data)
+		pin.Pin(&h[0])
+		addr = uintptr(unsafe.Pointer(&h[0]))
+		defer goruntime.KeepAlive(h)
+	}
 	defer pin.Unpin()
 	if e.outInfo != e.cpuInfo {
 		return nil, fmt.Errorf("input %q is in host memory, but the encoder binds its output to %s memory: run it on the cuda backend", e.sig.input.edge, e.provider)
 	}
-	out, modelLengths, err := e.boundRun(ctx, e.cpuInfo, uintptr(unsafe.Pointer(&data[0])), shape, length, lengths)
+	out, modelLengths, err := e.boundRun(ctx, e.cpuInfo, addr, shape, length, lengths)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +150,13 @@ func (e *Encoder) runBoundHost(ctx context.Context, data []float32, shape runtim
 		return nil, err
 	}
 	scores := make([]float32, batch*frames*vocab)
-	if err := out.copyTo(scores); err != nil {
+	if out.elem == ort.TensorElementDataTypeFloat16 {
+		h := make([]uint16, len(scores))
+		if err := out.copyTo(h); err != nil {
+			return nil, err
+		}
+		fromFloat16(scores, h)
+	} else if err := out.copyTo(scores); err != nil {
 		return nil, err
 	}
 	if e.sig.logits {

@@ -413,6 +413,7 @@ type value struct {
 var elemSize = map[ort.TensorElementDataType]int64{
 	ort.TensorElementDataTypeFloat: 4, ort.TensorElementDataTypeInt64: 8,
 	ort.TensorElementDataTypeInt32: 4, ort.TensorElementDataTypeBool: 1,
+	ort.TensorElementDataTypeFloat16: 2,
 }
 
 // newValue wraps bytes bytes at addr (in the memory info's memory) as a
@@ -449,7 +450,7 @@ func newValue(info *memoryInfo, addr uintptr, bytes int64, shape []int64, t ort.
 }
 
 // hostValue wraps a Go slice (pinned until release) as a CPU tensor.
-func hostValue[T float32 | int64 | int32 | bool](info *memoryInfo, data []T, shape []int64, t ort.TensorElementDataType) (*value, error) {
+func hostValue[T float32 | int64 | int32 | bool | uint16](info *memoryInfo, data []T, shape []int64, t ort.TensorElementDataType) (*value, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("empty %v tensor %v", t, shape)
 	}
@@ -564,7 +565,8 @@ func (o *boundOutput) elements() int64 {
 }
 
 // copyTo copies a host-memory output's data into dst, which must hold
-// exactly its elements of its element type (float32, int64 or int32).
+// exactly its elements of its element type (float32, int64, int32, or
+// float16 as uint16 bits).
 func (o *boundOutput) copyTo(dst any) error {
 	var p unsafe.Pointer
 	var n int
@@ -576,6 +578,8 @@ func (o *boundOutput) copyTo(dst any) error {
 		p, n, want = unsafe.Pointer(unsafe.SliceData(d)), 8*len(d), ort.TensorElementDataTypeInt64
 	case []int32:
 		p, n, want = unsafe.Pointer(unsafe.SliceData(d)), 4*len(d), ort.TensorElementDataTypeInt32
+	case []uint16: // float16 bits
+		p, n, want = unsafe.Pointer(unsafe.SliceData(d)), 2*len(d), ort.TensorElementDataTypeFloat16
 	default:
 		return fmt.Errorf("cannot copy an output into a %T", dst)
 	}

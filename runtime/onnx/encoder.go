@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -51,17 +50,22 @@ type Options struct {
 	// Fallback, when FallbackCPU, runs the model on the CPU when the GPU
 	// provider cannot be used (Encoder.Fallback says why); "" fails instead.
 	Fallback string
-	// Stream is a CUDA stream (CUstream) the CUDA provider runs the model
-	// on (its user_compute_stream), so that work queued on it before and
-	// after a run is ordered with the model without host synchronisation.
-	// 0: the provider's own stream. Needs the plugin EP.
+	// Stream is a CUDA stream (CUstream) the CUDA or TensorRT provider
+	// runs the model on (its user_compute_stream), so that work queued on it
+	// before and after a run is ordered with the model without host
+	// synchronisation. 0: the provider's own stream. Works with the plugin EP
+	// and with the providers built into a GPU build of ONNX Runtime.
 	Stream uintptr
+	// TensorRT configures ProviderTensorRT.
+	TensorRT TensorRTOptions
 	// Bind runs the model through an IoBinding: inputs are wrapped where
 	// they are (host or, in -tags cuda builds, device memory; no copy) and
 	// the output is left by ONNX Runtime in the provider's memory. The
 	// cuda build's encoder sets it; on the CPU it gives the same results
 	// as the default Run.
 	Bind bool
+
+	trtInputs []profileInput // the model's inputs, for TensorRT.Profile (set by Open)
 }
 
 // Encoder runs a CTC acoustic model in one ONNX Runtime session. The session
@@ -150,9 +154,16 @@ func Open(path string, opts Options) (*Encoder, error) {
 	if sig.outLengths != nil {
 		outNames = append(outNames, sig.outLengths.name())
 	}
+	opts.trtInputs = sig.profileInputs()
 	e.provider = opts.Provider
 	if e.provider == "" {
 		e.provider = ProviderCPU
+	}
+	f16 := sig.f16In || sig.f16Out
+	if f16 {
+		// fp16 graphs run through the IoBinding, which takes and gives
+		// float16 tensors; Run casts at the boundary on the host.
+		opts.Bind = true
 	}
 	e.sess, e.ep, err = newSession(onnxPath, inNames, outNames, opts)
 	if err != nil && opts.Fallback == FallbackCPU && e.provider != ProviderCPU {
@@ -172,6 +183,9 @@ func Open(path string, opts Options) (*Encoder, error) {
 		if err := e.openBinding(opts.Device); err != nil {
 			_ = e.Close()
 			return nil, err
+		}
+		if f16 {
+			e.outInfo = e.cpuInfo // ORT copies the output to the host for the cast
 		}
 	}
 	return e, nil
@@ -276,14 +290,8 @@ func sessionOptions(o Options) (*ort.SessionOptions, EPDevice, error) {
 	if o.Device < 0 {
 		return fail(fmt.Errorf("device %d is negative", o.Device))
 	}
-	device := map[string]string{"device_id": strconv.Itoa(o.Device)}
-	noProvider := func(name string, err error) error {
-		return fmt.Errorf("execution_provider=%s: the ONNX Runtime library %s (version %s) cannot run %s: %v.\n"+
-			"The CPU build that %s installs has no GPU execution providers: point %s at a GPU build of libonnxruntime.so "+
-			"(its provider libraries beside it), or use execution_provider=cpu", name, Library(), Version(), name, err, FetchCommand, EnvLibrary)
-	}
-	if o.Provider != ProviderCUDA && o.Stream != 0 {
-		return fail(fmt.Errorf("a CUDA stream is given but execution_provider is %q, not %s", o.Provider, ProviderCUDA))
+	if o.Provider != ProviderCUDA && o.Provider != ProviderTensorRT && o.Stream != 0 {
+		return fail(fmt.Errorf("a CUDA stream is given but execution_provider is %q, not %s or %s", o.Provider, ProviderCUDA, ProviderTensorRT))
 	}
 	switch o.Provider {
 	case "", ProviderCPU:
@@ -292,16 +300,8 @@ func sessionOptions(o Options) (*ort.SessionOptions, EPDevice, error) {
 			return fail(err)
 		}
 	case ProviderTensorRT:
-		trt, err := ort.NewTensorRTProviderOptions()
-		if err != nil {
-			return fail(noProvider(ProviderTensorRT, err))
-		}
-		defer trt.Destroy()
-		if err := trt.Update(device); err != nil {
-			return fail(noProvider(ProviderTensorRT, err))
-		}
-		if err := so.AppendExecutionProviderTensorRT(trt); err != nil {
-			return fail(noProvider(ProviderTensorRT, err))
+		if err := appendTensorRT(so, o); err != nil {
+			return fail(err)
 		}
 	default:
 		return fail(fmt.Errorf("execution_provider %q is not %s, %s or %s", o.Provider, ProviderCPU, ProviderCUDA, ProviderTensorRT))

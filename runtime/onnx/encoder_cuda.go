@@ -154,7 +154,7 @@ func (o *cudaEncoder) Run(ctx context.Context, in runtime.Tensors) (runtime.Tens
 	if o.sig.logits {
 		warps := logSoftmaxBlock / 32
 		err = o.logSoftmax.Launch(cuda.Dim3{X: (rows + warps - 1) / warps, Y: 1, Z: 1}, cuda.Dim3{X: logSoftmaxBlock, Y: 1, Z: 1}, 0,
-			src, dst, rows, vocab)
+			&kernels.PipelineLogSoftmaxParams{X: uint64(src), Y: uint64(dst), Rows: int64(rows), V: int64(vocab)})
 	} else {
 		err = o.be.Do(func() error { return cu.MemcpyDtoDAsync(dst, src, lp.Bytes(), o.be.Stream()) })
 	}
@@ -211,7 +211,8 @@ func (o *cudaEncoder) normalized(x cu.DevicePtr, shape runtime.Shape, lengths []
 	if err != nil {
 		return nil, err
 	}
-	err = o.normalizePCM.Launch(cuda.Dim3{X: B, Y: 1, Z: 1}, cuda.Dim3{X: normalizeBlock, Y: 1, Z: 1}, 0, x, y, lens, N)
+	err = o.normalizePCM.Launch(cuda.Dim3{X: B, Y: 1, Z: 1}, cuda.Dim3{X: normalizeBlock, Y: 1, Z: 1}, 0,
+		&kernels.PipelineNormalizePCMParams{X: uint64(x), Y: uint64(y.Ptr()), Lengths: uint64(lens.Ptr()), N: int64(N)})
 	if err != nil {
 		_ = y.Free()
 		return nil, err

@@ -253,11 +253,11 @@ func TestOpenMismatch(t *testing.T) {
 		{"unmapped input", edit("features: audio_signal, lengths: length", "features: audio_signal"), []string{
 			`the model's input "length" (i64 [?]) is not mapped in encoder.inputs, so the encoder cannot feed it`}},
 		{"wrong dtype", edit("nemo_ctc.onnx", "f64_ctc.onnx"), []string{
-			`encoder.inputs.features: the model's "audio_signal" is f64 [?,128,?], want a rank-3 f32 tensor`}},
+			`encoder.inputs.features: the model's "audio_signal" is f64 [?,128,?], want a rank-3 f32 or f16 tensor`}},
 		{"wrong rank", edit("lengths: length}", "lengths: audio_signal}"), []string{
 			`encoder.inputs.lengths: the model's "audio_signal" is f32 [?,128,?], want a rank-1 i64 or i32 tensor`}},
 		{"lengths as scores", edit("log_probs: logprobs", "log_probs: encoded_lengths"), []string{
-			`encoder.outputs.log_probs: the model's "encoded_lengths" is i64 [?], want a rank-3 f32 tensor`}},
+			`encoder.outputs.log_probs: the model's "encoded_lengths" is i64 [?], want a rank-3 f32 or f16 tensor`}},
 		{"vocabulary size", edit("tokens29.txt", "tokens32.txt"), []string{
 			`tokens32.txt has 32 tokens, but the model's "logprobs" [?,?,29] has V=29`}},
 		{"layout", edit("layout: mel_time", "layout: time_mel"), []string{

@@ -13,7 +13,8 @@ func init() {
 		Name: "encoder",
 		Doc: "Runs a CTC acoustic model (ONNX) with ONNX Runtime: features or raw waveform in, " +
 			"CTC log-probabilities out. The model, its tensor names and layout come from a model.yaml " +
-			"manifest (or a bare .onnx file's own signature); the session is built once per op.",
+			"manifest, a detected NeMo / sherpa-onnx / Hugging Face export, or a bare .onnx file's own signature; " +
+			"the session is built once per op.",
 		Inputs: []runtime.TensorSpec{
 			{Name: model.InputFeatures, DTypes: []runtime.DType{runtime.F32}, Dims: []string{"B", "F", "T"}, Optional: true,
 				Doc: "log-mel features [B,n_mels,T] (frontend layout mel_time) or [B,T,n_mels] (time_mel), for spectrogram models"},
@@ -29,7 +30,7 @@ func init() {
 				Doc: "valid output frames per item"},
 		},
 		Params: []runtime.ParamSpec{
-			{Name: "model", Kind: runtime.String, Doc: "model directory (with model.yaml), model.yaml, or .onnx file"},
+			{Name: "model", Kind: runtime.String, Doc: "model directory (with model.yaml, or an export edge detects), model.yaml, or .onnx file"},
 			{Name: "execution_provider", Kind: runtime.String, Default: ProviderCPU, Enum: []string{ProviderCPU, ProviderCUDA, ProviderTensorRT},
 				Doc: "ONNX Runtime execution provider"},
 			{Name: "device", Kind: runtime.Int, Default: 0, Doc: "GPU ordinal for cuda and tensorrt"},
@@ -41,6 +42,13 @@ func init() {
 			{Name: "ort_cuda_ep", Kind: runtime.String, Doc: "ONNX Runtime's CUDA plugin EP library (libonnxruntime_providers_cuda.so) for execution_provider=cuda; default $" + EnvCUDAEP},
 			{Name: "fallback", Kind: runtime.String, Default: "", Enum: []string{"", FallbackCPU},
 				Doc: "cpu: run on the CPU when the GPU provider cannot be used (default: fail)"},
+			{Name: "trt_fp16", Kind: runtime.Boolean, Default: false, Doc: "execution_provider=tensorrt: let TensorRT use fp16 kernels"},
+			{Name: "trt_engine_cache", Kind: runtime.String, Doc: "execution_provider=tensorrt: directory caching built engines (the first run of a profile builds one: minutes on an Orin)"},
+			{Name: "trt_timing_cache", Kind: runtime.String, Doc: "execution_provider=tensorrt: directory caching layer timings"},
+			{Name: "trt_profile", Kind: runtime.String, Doc: "execution_provider=tensorrt: min,opt,max of the input's time axis (frames, or samples for raw-waveform models), e.g. 100,1500,3000"},
+			{Name: "trt_max_batch", Kind: runtime.Int, Default: 1, Doc: "execution_provider=tensorrt: largest batch of the profile"},
+			{Name: "trt_workspace_mb", Kind: runtime.Int, Default: 0, Doc: "execution_provider=tensorrt: builder workspace cap in MiB (0: ONNX Runtime's default)"},
+			{Name: "trt_no_cuda", Kind: runtime.Boolean, Default: false, Doc: "execution_provider=tensorrt: leave nodes TensorRT does not take to the CPU, not the built-in CUDA EP"},
 			{Name: "bind", Kind: runtime.String, Default: BindDevice, Enum: []string{BindDevice, BindHost},
 				Doc: "cuda backend with execution_provider=cuda: device binds features and log-probs in GPU memory (zero-copy); host copies them through host memory (for comparison)"},
 		},
@@ -79,7 +87,19 @@ func optionsFromParams(p runtime.Params) (string, Options, error) {
 	if path == "" {
 		return "", Options{}, errors.New("parameter model is required: a model directory (with model.yaml), a model.yaml, or an .onnx file")
 	}
+	profile, err := ParseProfile(p.Str("trt_profile"))
+	if err != nil {
+		return "", Options{}, err
+	}
+	if p.Int("trt_workspace_mb") < 0 {
+		return "", Options{}, fmt.Errorf("trt_workspace_mb %d is negative", p.Int("trt_workspace_mb"))
+	}
 	return path, Options{
+		TensorRT: TensorRTOptions{
+			FP16: p.Bool("trt_fp16"), EngineCacheDir: p.Str("trt_engine_cache"), TimingCacheDir: p.Str("trt_timing_cache"),
+			Profile: profile, MaxBatch: p.Int("trt_max_batch"), WorkspaceBytes: int64(p.Int("trt_workspace_mb")) << 20,
+			NoCUDA: p.Bool("trt_no_cuda"),
+		},
 		Library:   p.Str("ort_lib"),
 		Provider:  p.Str("execution_provider"),
 		Device:    p.Int("device"),

@@ -4,9 +4,11 @@
 //
 // ONNX Runtime is a shared library loaded at run time, once per process. It
 // is found, in order, at the path the caller configures (the config key
-// ort_lib), at $EDGE_ORT_LIB, or in the cache that scripts/fetch-ort.sh
+// ort_lib), at $EDGE_ORT_LIB, at ../lib/libonnxruntime.so beside the
+// executable (the make dist layout), or in the cache that scripts/fetch-ort.sh
 // fills: ${XDG_CACHE_HOME:-~/.cache}/edge/onnxruntime/<ORTVersion>/linux-<arch>/libonnxruntime.so.
-// onnxruntime_go v1.27.0 needs ONNX Runtime >= 1.24 (C API version 24).
+// onnxruntime_go v1.27.0 needs ONNX Runtime >= 1.24 (C API version 24,
+// MinVersion): Init refuses an older library with an error naming its version.
 package onnx
 
 import (
@@ -15,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -54,7 +55,8 @@ func CachedLibraryPath() (string, error) {
 }
 
 // FindLibrary returns the ONNX Runtime library to load: configured when it
-// is not empty, else $EDGE_ORT_LIB, else the cache. A configured or
+// is not empty, else $EDGE_ORT_LIB, else ../lib/libonnxruntime.so beside the
+// executable (a make dist tarball), else the cache. A configured or
 // environment path that does not exist is an error (there is no silent
 // fallback); an empty cache gives an error wrapping ErrLibraryNotFound that
 // says what to run.
@@ -75,6 +77,9 @@ func FindLibrary(configured string) (string, error) {
 	if env := os.Getenv(EnvLibrary); env != "" {
 		return check(env, "$"+EnvLibrary)
 	}
+	if beside := besideExecutable(); beside != "" {
+		return beside, nil
+	}
 	cached, err := CachedLibraryPath()
 	if err != nil {
 		return "", err
@@ -86,6 +91,24 @@ func FindLibrary(configured string) (string, error) {
 			ErrLibraryNotFound, EnvLibrary, cached, FetchCommand, ORTVersion, EnvLibrary)
 	}
 	return cached, nil
+}
+
+// besideExecutable is ../lib/libonnxruntime.so relative to the running
+// binary when that file exists (the layout of the make dist tarballs:
+// bin/edge, lib/libonnxruntime.so), else "".
+func besideExecutable() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	p := filepath.Join(filepath.Dir(exe), "..", "lib", "libonnxruntime.so")
+	if st, err := os.Stat(p); err == nil && !st.IsDir() {
+		return filepath.Clean(p)
+	}
+	return ""
 }
 
 var env struct {
@@ -111,13 +134,12 @@ func Init(library string) error {
 	if err != nil {
 		return err
 	}
+	if _, err := LibraryVersion(path); err != nil {
+		return err
+	}
 	ort.SetSharedLibraryPath(path)
 	// Errors reach the caller through the API; ORT's own log stays quiet.
 	if err := ort.InitializeEnvironment(ort.WithLogLevelFatal()); err != nil {
-		msg := err.Error()
-		if strings.Contains(msg, "ORT API base") {
-			return fmt.Errorf("ONNX Runtime library %s is older than 1.24 (onnxruntime_go needs C API version 24): %w; run %s", path, err, FetchCommand)
-		}
 		return fmt.Errorf("loading ONNX Runtime library %s: %w", path, err)
 	}
 	env.library = path

@@ -105,3 +105,60 @@ func TestFetchScriptVersion(t *testing.T) {
 	assert.Contains(t, string(b), "\nORT_VERSION="+ORTVersion+"\n")
 	assert.Contains(t, string(b), `/edge/onnxruntime/${ORT_VERSION}/linux-${arch}"`)
 }
+
+func TestCheckVersion(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		api  bool
+		fail bool
+	}{
+		{"1.24.0", true, false}, {"1.24.1", true, false}, {"1.30.0", true, false}, {"2.0.0", true, false},
+		{"1.25.0-dev", true, false},
+		{"1.23.2", true, true}, {"1.22.0", false, true}, {"1.9.0", false, true},
+		{"1.30.0", false, true}, // a library that does not serve API 24 is refused whatever it says
+	} {
+		err := checkVersion("/x/libonnxruntime.so", tc.v, tc.api)
+		if !tc.fail {
+			assert.NoError(t, err, tc.v)
+			continue
+		}
+		require.Error(t, err, tc.v)
+		assert.ErrorIs(t, err, ErrTooOld)
+		assert.Contains(t, err.Error(), "/x/libonnxruntime.so is ONNX Runtime "+tc.v)
+		assert.Contains(t, err.Error(), "edge needs ONNX Runtime >= "+MinVersion)
+		assert.Contains(t, err.Error(), "docs/jetson.md")
+	}
+	assert.Equal(t, 24, APIVersion, "MinVersion and the docs assume C API version 24 (onnxruntime_go v1.27.0)")
+}
+
+func TestLoadedVersionAtLeastMinimum(t *testing.T) {
+	v, err := LibraryVersion(Library())
+	require.NoError(t, err)
+	assert.Equal(t, Version(), v)
+	got, err := parseVersion(v)
+	require.NoError(t, err)
+	minimum, _ := parseVersion(MinVersion)
+	assert.False(t, versionLess(got, minimum))
+}
+
+// An older library (the 1.22 and 1.23 builds JetPack 6 users have) fails
+// Init with its version and the minimum. EDGE_ORT_OLD_LIB names one (the
+// ORT range target, scripts/ort-range.sh, sets it to the npm 1.23.2 and
+// 1.22.0 builds); without it the test is skipped. The child process loads it,
+// so this process keeps its own library.
+func TestOlderLibraryRefused(t *testing.T) {
+	if os.Getenv("EDGE_ONNX_CHILD") != "" {
+		return
+	}
+	old := os.Getenv("EDGE_ORT_OLD_LIB")
+	if old == "" {
+		t.Skip("EDGE_ORT_OLD_LIB is not set (scripts/ort-range.sh sets it to ONNX Runtime 1.23.2 and 1.22.0)")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOlderLibraryRefused$")
+	cmd.Env = append(os.Environ(), "EDGE_ONNX_CHILD=1", EnvLibrary+"="+old)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "the child must fail, output:\n%s", out)
+	assert.Contains(t, string(out), "FAIL runtime/onnx: ONNX Runtime is older than "+MinVersion+": "+old+" is ONNX Runtime 1.2")
+	assert.Contains(t, string(out), "edge needs ONNX Runtime >= "+MinVersion+" (C API version 24")
+}

@@ -111,17 +111,15 @@ func cudaPluginDevice(lib string, device int) (EPDevice, error) {
 
 // appendCUDA selects the CUDA execution provider for so. With a plugin
 // library (Options.EPLibrary or $EDGE_ORT_CUDA_EP) it registers it and
-// appends the EP device of Options.Device, with the backend's stream as
-// user_compute_stream when Options.Stream is set; without one it uses the
-// CUDA provider built into a GPU build of ONNX Runtime (the legacy path).
-// It returns the EP device (zero for the legacy path).
+// appends the EP device of Options.Device; without one it uses the CUDA
+// provider built into a GPU build of ONNX Runtime (the onnxruntime-gpu and
+// Jetson builds). Either way Options.Stream, when set, becomes the provider's
+// user_compute_stream, so zero-copy binding works with both. It returns the
+// EP device (zero for the built-in provider).
 func appendCUDA(so *ort.SessionOptions, o Options) (EPDevice, error) {
 	lib, err := findCUDAEP(o.EPLibrary)
 	if errors.Is(err, ErrNoCUDAPlugin) {
-		if o.Stream != 0 {
-			return EPDevice{}, err // sharing a stream needs the plugin EP
-		}
-		return EPDevice{}, appendLegacyCUDA(so, o.Device)
+		return EPDevice{}, appendBuiltinCUDA(so, o.Device, o.Stream)
 	}
 	if err != nil {
 		return EPDevice{}, err
@@ -130,34 +128,64 @@ func appendCUDA(so *ort.SessionOptions, o Options) (EPDevice, error) {
 	if err != nil {
 		return EPDevice{}, err
 	}
-	options := map[string]string{"device_id": strconv.Itoa(o.Device)}
-	if o.Stream != 0 {
-		options["user_compute_stream"] = strconv.FormatUint(uint64(o.Stream), 10)
-		options["has_user_compute_stream"] = "1"
-	}
-	if err := appendEP(so, dev, options); err != nil {
+	if err := appendEP(so, dev, cudaProviderOptions(o.Device, o.Stream)); err != nil {
 		return EPDevice{}, explainCUDAError("selecting the CUDA execution provider", lib, err)
 	}
 	return dev, nil
 }
 
-func appendLegacyCUDA(so *ort.SessionOptions, device int) error {
-	noProvider := func(err error) error {
-		return fmt.Errorf("execution_provider=%s: the ONNX Runtime library %s (version %s) cannot run %s: %v.\n"+
-			"Set the config key ort_cuda_ep or $%s to ONNX Runtime's CUDA plugin EP library (libonnxruntime_providers_cuda.so), "+
-			"point %s at a GPU build of libonnxruntime.so, or use execution_provider=cpu (or fallback=cpu)",
-			ProviderCUDA, Library(), Version(), ProviderCUDA, err, EnvCUDAEP, EnvLibrary)
+// cudaProviderOptions are the CUDA EP's options (the plugin and the built-in
+// provider take the same keys): the device and, when stream is not 0, the
+// caller's stream as user_compute_stream.
+func cudaProviderOptions(device int, stream uintptr) map[string]string {
+	options := map[string]string{"device_id": strconv.Itoa(device)}
+	if stream != 0 {
+		options["user_compute_stream"] = strconv.FormatUint(uint64(stream), 10)
+		options["has_user_compute_stream"] = "1"
 	}
+	return options
+}
+
+// appendBuiltinCUDA appends the CUDA provider compiled into the loaded
+// library (OrtCUDAProviderOptionsV2). A CPU-only library fails here with an
+// error saying what to load instead.
+func appendBuiltinCUDA(so *ort.SessionOptions, device int, stream uintptr) error {
 	cuda, err := ort.NewCUDAProviderOptions()
 	if err != nil {
-		return noProvider(err)
+		return explainProviderError(ProviderCUDA, err)
 	}
 	defer cuda.Destroy()
-	if err := cuda.Update(map[string]string{"device_id": strconv.Itoa(device)}); err != nil {
-		return noProvider(err)
+	if err := cuda.Update(cudaProviderOptions(device, stream)); err != nil {
+		return explainProviderError(ProviderCUDA, err)
 	}
 	if err := so.AppendExecutionProviderCUDA(cuda); err != nil {
-		return noProvider(err)
+		return explainProviderError(ProviderCUDA, err)
 	}
 	return nil
+}
+
+// appendTensorRT appends the TensorRT provider compiled into the loaded
+// library with o.TensorRT's settings and, unless o.TensorRT.NoCUDA, the
+// built-in CUDA provider after it for the nodes TensorRT does not take
+// (ONNX Runtime's CPU provider takes what is left).
+func appendTensorRT(so *ort.SessionOptions, o Options) error {
+	options, err := tensorRTProviderOptions(o.TensorRT, o.Device, o.Stream, o.trtInputs)
+	if err != nil {
+		return err
+	}
+	trt, err := ort.NewTensorRTProviderOptions()
+	if err != nil {
+		return explainProviderError(ProviderTensorRT, err)
+	}
+	defer trt.Destroy()
+	if err := trt.Update(options); err != nil {
+		return explainProviderError(ProviderTensorRT, err)
+	}
+	if err := so.AppendExecutionProviderTensorRT(trt); err != nil {
+		return explainProviderError(ProviderTensorRT, err)
+	}
+	if o.TensorRT.NoCUDA {
+		return nil
+	}
+	return appendBuiltinCUDA(so, o.Device, o.Stream)
 }

@@ -29,8 +29,10 @@ type signature struct {
 	outLengths *port // optional
 	logits     bool  // output needs a log-softmax
 	layout     string
-	melAxis    int // axis of the mel dimension in features (1 or 2), -1 for pcm
-	vocab      int // vocabulary size to check V against; 0 when unknown
+	melAxis    int  // axis of the mel dimension in features (1 or 2), -1 for pcm
+	vocab      int  // vocabulary size to check V against; 0 when unknown
+	f16In      bool // the features/pcm input is float16 (cast at the boundary)
+	f16Out     bool // the scores output is float16
 }
 
 // describe renders declared I/O as `audio_signal f32 [batch,128,time]`.
@@ -82,20 +84,22 @@ type want struct {
 
 var (
 	float32Only = []ort.TensorElementDataType{ort.TensorElementDataTypeFloat}
-	intTypes    = []ort.TensorElementDataType{ort.TensorElementDataTypeInt64, ort.TensorElementDataTypeInt32}
-	maskTypes   = []ort.TensorElementDataType{ort.TensorElementDataTypeInt64, ort.TensorElementDataTypeInt32, ort.TensorElementDataTypeBool}
+	// floats: fp16 graphs are cast at the boundary (f32 <-> f16 on the host).
+	floats    = []ort.TensorElementDataType{ort.TensorElementDataTypeFloat, ort.TensorElementDataTypeFloat16}
+	intTypes  = []ort.TensorElementDataType{ort.TensorElementDataTypeInt64, ort.TensorElementDataTypeInt32}
+	maskTypes = []ort.TensorElementDataType{ort.TensorElementDataTypeInt64, ort.TensorElementDataTypeInt32, ort.TensorElementDataTypeBool}
 )
 
 var wants = map[string]map[string]want{
 	"inputs": {
-		model.InputFeatures:      {3, float32Only},
-		model.InputPCM:           {2, float32Only},
+		model.InputFeatures:      {3, floats},
+		model.InputPCM:           {2, floats},
 		model.InputLengths:       {1, intTypes},
 		model.InputAttentionMask: {2, maskTypes},
 	},
 	"outputs": {
-		model.OutputLogProbs: {3, float32Only},
-		model.OutputLogits:   {3, float32Only},
+		model.OutputLogProbs: {3, floats},
+		model.OutputLogits:   {3, floats},
 		model.OutputLengths:  {1, intTypes},
 	},
 }
@@ -182,6 +186,8 @@ func newSignature(m *model.Manifest, ins, outs []ort.InputOutputInfo) (*signatur
 	if m.Vocab != nil {
 		s.vocab = m.Vocab.Len()
 	}
+	s.f16In = s.input.info.DataType == ort.TensorElementDataTypeFloat16
+	s.f16Out = s.output.info.DataType == ort.TensorElementDataTypeFloat16
 	if s.input.edge == model.InputFeatures {
 		s.melAxis = 1
 		if s.layout == model.LayoutTimeMel {

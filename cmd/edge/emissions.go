@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/edgespeech/edge/asr"
+	"github.com/edgespeech/edge/runtime"
+	"github.com/edgespeech/edge/runtime/audio"
+	"github.com/edgespeech/edge/runtime/npy"
+)
+
+const emissionsUsage = "[--model DIR] --out FILE.npy AUDIO"
+
+func init() {
+	register(command{name: "emissions", usage: emissionsUsage,
+		summary: "the encoder's CTC log-probabilities [T', V] (f32, log-softmax applied) as .npy, for debugging and outside aligners",
+		run:     runEmissions})
+}
+
+func runEmissions(ctx context.Context, args []string) error {
+	fs := newFlags("emissions", emissionsUsage)
+	fs.String("model", "", "model directory: a model.yaml, or an export edge detects (default: the default model)")
+	fs.String("out", "", "the .npy file to write (required)")
+	fs.Int("threads", 0, "encoder threads (0: one per core)")
+	fs.String("ort-lib", "", "ONNX Runtime library (default $EDGE_ORT_LIB, then the cache of scripts/fetch-ort.sh)")
+	fs.Float64("chunk-seconds", 30, "longest piece of audio encoded at once; longer audio is chunked with overlap and stitched")
+	fs.String("config", "", "YAML config file (layered: file < EDGE_* env < flags)")
+	fs.String("backend", "cpu", "backend of the frontend: "+strings.Join(runtime.Backends(), ", "))
+	fs.String("execution-provider", "cpu", "ONNX Runtime provider of the encoder: cpu or cuda")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("need one AUDIO file: %w", errUsage)
+	}
+	k, err := loadConfig(fs, nil)
+	if err != nil {
+		return err
+	}
+	out := k.String("out")
+	if out == "" {
+		return fmt.Errorf("--out FILE.npy is required: %w", errUsage)
+	}
+	backend, err := openBackend(k)
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+	dir, err := modelDir(k.String("model"))
+	if err != nil {
+		return err
+	}
+	rec, err := asr.Open(dir, asr.Options{
+		ORTLib: k.String("ort_lib"), Threads: k.Int("threads"), ChunkSeconds: k.Float64("chunk_seconds"),
+		Backend: backend, Provider: k.String("execution_provider"),
+	})
+	if err != nil {
+		return err
+	}
+	defer rec.Close()
+	pcm, err := audio.Load(fs.Arg(0), rec.Manifest().SampleRate)
+	if err != nil {
+		return err
+	}
+	lp, T, err := rec.Emissions(ctx, pcm)
+	if err != nil {
+		return fmt.Errorf("%s: %w", fs.Arg(0), err)
+	}
+	V := rec.Manifest().Vocab.Len()
+	t, err := runtime.FromSlice(runtime.F32, runtime.Shape{T, V}, lp)
+	if err != nil {
+		return err
+	}
+	if err := npy.WriteFile(out, t); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "%s: log-probs [%d, %d] (%g s per frame, blank %d) -> %s\n", fs.Arg(0), T, V, rec.Manifest().FrameStride, rec.Manifest().BlankID, out)
+	return nil
+}
