@@ -105,3 +105,42 @@ func TestAlignErrors(t *testing.T) {
 	_, err = Open(tinyModel, Options{ChunkSeconds: 1})
 	assert.ErrorContains(t, err, "want chunk >= 2 s")
 }
+
+// Chunks encoded by a pool of workers stitch to exactly the emissions of
+// one worker encoding them in order, also when calls share the pool.
+func TestEmissionsWorkers(t *testing.T) {
+	seq, err := Open(tinyModel, Options{ChunkSeconds: 4, OverlapSeconds: 1, Threads: 1})
+	require.NoError(t, err)
+	defer seq.Close()
+	par, err := Open(tinyModel, Options{ChunkSeconds: 4, OverlapSeconds: 1, Threads: 2, Workers: 3})
+	require.NoError(t, err)
+	defer par.Close()
+	ctx := context.Background()
+	for _, n := range []int{16000 * 3, 16000*10 + 123, 16000*31 + 7} {
+		pcm := noise(n, uint64(n))
+		want, tW, err := seq.Emissions(ctx, pcm)
+		require.NoError(t, err)
+		done := make(chan struct{})
+		for range 3 {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				var st Stats
+				got, tP, err := par.Emissions(WithStats(ctx, &st), pcm)
+				assert.NoError(t, err)
+				assert.Equal(t, tW, tP)
+				assert.Equal(t, len(par.chunks(n)), st.Chunks)
+				assert.InDeltaSlice(t, want, got, 1e-4, "n=%d", n)
+			}()
+		}
+		for range 3 {
+			<-done
+		}
+	}
+	// A cancelled call frees its chunks and returns the context's error.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, _, err = par.Emissions(cctx, noise(16000*20, 9))
+	assert.ErrorIs(t, err, context.Canceled)
+	_, err = Open(tinyModel, Options{Workers: -1})
+	assert.Error(t, err)
+}

@@ -46,7 +46,7 @@ func init() {
 func asrFlags(fs *pflag.FlagSet) {
 	fs.String("format", "text", "output format: "+formatNames())
 	fs.String("out", "", "output file (one input), directory (ends in /, exists, or several inputs: one file per input) or - (stdout, the default)")
-	fs.Float64("chunk-seconds", 30, "longest piece of audio encoded at once; longer audio is chunked with overlap")
+	fs.Float64("chunk-seconds", 10, "longest piece of audio encoded at once; longer audio is chunked with overlap")
 	fs.Bool("stats", false, "print where the time went and the bytes copied between host and device (JSON) to stderr")
 	modelFlags(fs)
 	audioFlags(fs)

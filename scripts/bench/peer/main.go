@@ -28,6 +28,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/edgespeech/edge/asr"
@@ -35,6 +36,12 @@ import (
 )
 
 const sherpaVersion = "1.13.8"
+
+var (
+	edgeOpt     asr.Options
+	workersFlag string
+	edgeOnly    bool
+)
 
 type clip struct {
 	name, path, text string
@@ -47,6 +54,10 @@ func main() {
 	threadsFlag := flag.String("threads", "1,2", "thread counts")
 	rounds := flag.Int("rounds", 3, "rounds, alternating edge and sherpa-onnx")
 	repeats := flag.Int("repeats", 3, "decodes of each clip a round")
+	flag.Float64Var(&edgeOpt.ChunkSeconds, "chunk-seconds", 0, "edge's chunk length (0 = its default)")
+	flag.Float64Var(&edgeOpt.OverlapSeconds, "overlap-seconds", 0, "edge's chunk overlap (0 = its default)")
+	flag.StringVar(&workersFlag, "workers", "", "edge's chunk workers (\"\" = its default; \"threads\" = one per thread)")
+	flag.BoolVar(&edgeOnly, "edge-only", false, "time edge alone (sweeps of its options)")
 	flag.Parse()
 	if err := run(*model, *threadsFlag, *rounds, *repeats); err != nil {
 		fmt.Fprintln(os.Stderr, "peer:", err)
@@ -55,9 +66,12 @@ func main() {
 }
 
 func run(model, threadsFlag string, rounds, repeats int) error {
-	sherpaDir, err := installSherpa()
-	if err != nil {
-		return err
+	var sherpaDir string
+	var err error
+	if !edgeOnly {
+		if sherpaDir, err = installSherpa(); err != nil {
+			return err
+		}
 	}
 	tmp, err := os.MkdirTemp("", "edge-peer")
 	if err != nil {
@@ -76,18 +90,31 @@ func run(model, threadsFlag string, rounds, repeats int) error {
 	for _, c := range clips {
 		paths = append(paths, c.path)
 	}
-	fmt.Printf("| clip | threads | edge ms | sherpa-onnx %s ms | sherpa / edge | edge WER | sherpa-onnx WER |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n", sherpaVersion)
+	fmt.Printf("| clip | threads | edge ms | sherpa-onnx %s ms | sherpa / edge | edge CPU ms | sherpa-onnx CPU ms | CPU sherpa / edge | edge WER | sherpa-onnx WER |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n", sherpaVersion)
 	for _, f := range strings.Split(threadsFlag, ",") {
 		threads, err := strconv.Atoi(f)
 		if err != nil || threads < 1 {
 			return fmt.Errorf("-threads %q: want counts like 1,2", threadsFlag)
 		}
-		rec, err := asr.Open(model, asr.Options{Threads: threads})
+		opt := edgeOpt
+		opt.Threads = threads
+		switch workersFlag {
+		case "":
+		case "threads":
+			opt.Workers = threads
+		default:
+			if opt.Workers, err = strconv.Atoi(workersFlag); err != nil {
+				return fmt.Errorf("-workers %q: want a count or \"threads\"", workersFlag)
+			}
+		}
+		rec, err := asr.Open(model, opt)
 		if err != nil {
 			return err
 		}
 		edgeMS := make([][]float64, len(clips))
 		sherpaMS := make([][]float64, len(clips))
+		edgeCPU := make([][]float64, len(clips))
+		sherpaCPU := make([][]float64, len(clips))
 		edgeText := make([]string, len(clips))
 		sherpaText := make([]string, len(clips))
 		for i, c := range clips { // warm-up
@@ -98,14 +125,18 @@ func run(model, threadsFlag string, rounds, repeats int) error {
 		for range rounds {
 			for i, c := range clips {
 				for range repeats {
-					t0 := time.Now()
+					t0, c0 := time.Now(), cpuTime()
 					tr, err := rec.Transcribe(context.Background(), c.pcm)
 					if err != nil {
 						return err
 					}
 					edgeMS[i] = append(edgeMS[i], float64(time.Since(t0).Microseconds())/1000)
+					edgeCPU[i] = append(edgeCPU[i], float64((cpuTime()-c0).Microseconds())/1000)
 					edgeText[i] = tr.Text
 				}
+			}
+			if edgeOnly {
+				continue
 			}
 			res, err := runSherpa(sherpaDir, repacked, threads, repeats, paths)
 			if err != nil {
@@ -113,13 +144,15 @@ func run(model, threadsFlag string, rounds, repeats int) error {
 			}
 			for i := range clips {
 				sherpaMS[i] = append(sherpaMS[i], res[i].MS...)
+				sherpaCPU[i] = append(sherpaCPU[i], res[i].CPU...)
 				sherpaText[i] = res[i].Text
 			}
 		}
 		_ = rec.Close()
 		for i, c := range clips {
 			e, s := median(edgeMS[i]), median(sherpaMS[i])
-			fmt.Printf("| %s (%.1f s) | %d | %.1f | %.1f | %.2fx | %.1f %% | %.1f %% |\n", c.name, c.seconds, threads, e, s, s/e,
+			ec, sc := median(edgeCPU[i]), median(sherpaCPU[i])
+			fmt.Printf("| %s (%.1f s) | %d | %.1f | %.1f | %.2fx | %.1f | %.1f | %.2fx | %.1f %% | %.1f %% |\n", c.name, c.seconds, threads, e, s, s/e, ec, sc, sc/ec,
 				100*wer(c.text, edgeText[i]), 100*wer(c.text, sherpaText[i]))
 		}
 	}
@@ -127,6 +160,9 @@ func run(model, threadsFlag string, rounds, repeats int) error {
 }
 
 func median(x []float64) float64 {
+	if len(x) == 0 {
+		return math.NaN()
+	}
 	s := slices.Clone(x)
 	slices.Sort(s)
 	return s[len(s)/2]
@@ -154,9 +190,17 @@ func installSherpa() (string, error) {
 	return dir, nil
 }
 
+// cpuTime is the process's user + system time so far (every thread).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 type sherpaResult struct {
 	File string    `json:"file"`
 	MS   []float64 `json:"ms"`
+	CPU  []float64 `json:"cpu_ms"`
 	Text string    `json:"text"`
 }
 
