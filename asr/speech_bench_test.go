@@ -31,7 +31,7 @@ func BenchmarkSpeechHour(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		opt  Options
-	}{{"vad", Options{VAD: rules}}, {"fixed-30s", Options{}}} {
+	}{{"vad", Options{VAD: rules}}, {"fixed-30s", Options{ChunkSeconds: 30}}} {
 		b.Run(tc.name, func(b *testing.B) {
 			r, err := Open(defaultModel, tc.opt)
 			if err != nil {

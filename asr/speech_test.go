@@ -84,7 +84,7 @@ func TestSpeechSegments(t *testing.T) {
 // 30 s chunks (the model decodes worse with long silences inside its input).
 func TestSpeechLongAudio(t *testing.T) {
 	r := withVAD(t, 12*time.Second, Options{})
-	plain, err := Open(defaultModel, Options{})
+	plain, err := Open(defaultModel, Options{ChunkSeconds: 30})
 	require.NoError(t, err)
 	defer plain.Close()
 	var pcm []float32

@@ -26,7 +26,7 @@ func runEmissions(ctx context.Context, args []string) error {
 	fs.String("out", "", "the .npy file to write (required)")
 	fs.Int("threads", 0, "encoder threads (0: one per core)")
 	fs.String("ort-lib", "", "ONNX Runtime library (default $EDGE_ORT_LIB, then the cache of scripts/fetch-ort.sh)")
-	fs.Float64("chunk-seconds", 30, "longest piece of audio encoded at once; longer audio is chunked with overlap and stitched")
+	fs.Float64("chunk-seconds", 10, "longest piece of audio encoded at once; longer audio is chunked with overlap and stitched")
 	fs.String("config", "", "YAML config file (layered: file < EDGE_* env < flags)")
 	fs.String("backend", "cpu", "backend of the frontend: "+strings.Join(runtime.Backends(), ", "))
 	fs.String("execution-provider", "cpu", "ONNX Runtime provider of the encoder: cpu or cuda")

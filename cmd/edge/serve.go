@@ -50,7 +50,7 @@ type serveOptions struct {
 func parseServe(args []string) (*serveOptions, error) {
 	fs := newFlags("serve", serveUsage)
 	modelFlags(fs) // --config's file holds the server keys under serve:
-	fs.Float64("chunk-seconds", 30, "longest piece of audio encoded at once; longer audio is chunked with overlap")
+	fs.Float64("chunk-seconds", 10, "longest piece of audio encoded at once; longer audio is chunked with overlap")
 
 	def := serve.DefaultConfig()
 	sf := func(name string) string { serveFlags[name] = true; return name }
