@@ -104,7 +104,7 @@ func readEvents(t *testing.T, path string) []event {
 // items completed before the kill.
 func TestKillAndResume(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the model over a few hundred items in five processes")
+		t.Skip("-short: this test runs the model over a few hundred items in five processes (make test runs it)")
 	}
 	const n, shards, victim = 200, 4, 1
 	dir := t.TempDir()

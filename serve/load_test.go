@@ -64,7 +64,7 @@ func attack(t *testing.T, client *http.Client, url string, body []byte, ct strin
 // Go heap are back at their baseline and no upload is left on disk.
 func TestLoad(t *testing.T) {
 	if testing.Short() {
-		t.Skip("load test")
+		t.Skip("-short: the vegeta load test takes 8-12 s of saturated CPU (make test runs it)")
 	}
 	cfg := testConfig(t)
 	cfg.QueueSize, cfg.MaxBatch, cfg.Parallel = 4, 2, 2

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# run_gpu.sh OUT [ESPEAK_DIR [TEXT_DIR]]: the GPU-host run that produced
+# run_gpu.sh OUT ESPEAK_DIR TEXT_DIR: the GPU-host run that produced
 # models/default (feature check against HF transformers, synthesis, training,
 # ONNX export, evaluation). Needs, made on a Debian machine and copied to the
 # GPU host:
 #   ESPEAK_DIR  models/scripts/make_espeak_bundle.sh ESPEAK_DIR
 #   TEXT_DIR    models/scripts/build_corpus.py TEXT_DIR
 #               (or gunzip models/scripts/data/*.gz into it: the snapshot used)
-# Both default to the repository's .gpu-carry/espeak and .gpu-carry/text.
 set -euo pipefail
-out=${1:?usage: run_gpu.sh OUT [ESPEAK_DIR [TEXT_DIR]]}
+usage="usage: run_gpu.sh OUT ESPEAK_DIR TEXT_DIR"
+out=${1:?$usage}
+espeak=${2:?$usage}
+text=${3:?$usage}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-espeak=${2:-$root/.gpu-carry/espeak}
-text=${3:-$root/.gpu-carry/text}
 E=$espeak/root
 export PYTHONUNBUFFERED=1 ESPEAK_NG=$E/usr/bin/espeak-ng
 export LD_LIBRARY_PATH=$E/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
