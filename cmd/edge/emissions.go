@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 
-	"github.com/edgespeech/edge/asr"
 	"github.com/edgespeech/edge/runtime"
 	"github.com/edgespeech/edge/runtime/audio"
 	"github.com/edgespeech/edge/runtime/npy"
@@ -22,14 +20,14 @@ func init() {
 
 func runEmissions(ctx context.Context, args []string) error {
 	fs := newFlags("emissions", emissionsUsage)
-	fs.String("model", "", "model directory: a model.yaml, or an export edge detects (default: the default model)")
 	fs.String("out", "", "the .npy file to write (required)")
-	fs.Int("threads", 0, "encoder threads (0: one per core)")
-	fs.String("ort-lib", "", "ONNX Runtime library (default $EDGE_ORT_LIB, then the cache of scripts/fetch-ort.sh)")
 	fs.Float64("chunk-seconds", 10, "longest piece of audio encoded at once; longer audio is chunked with overlap and stitched")
-	fs.String("config", "", "YAML config file (layered: file < EDGE_* env < flags)")
-	fs.String("backend", "cpu", "backend of the frontend: "+strings.Join(runtime.Backends(), ", "))
-	fs.String("execution-provider", "cpu", "ONNX Runtime provider of the encoder: cpu or cuda")
+	modelFlags(fs)
+	// The encoder's own emissions of every frame: VAD (which replaces the
+	// frames outside speech by blank) only when asked for.
+	vadFlag := fs.Lookup("vad")
+	_ = vadFlag.Value.Set("false")
+	vadFlag.DefValue = "false"
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -44,19 +42,7 @@ func runEmissions(ctx context.Context, args []string) error {
 	if out == "" {
 		return fmt.Errorf("--out FILE.npy is required: %w", errUsage)
 	}
-	backend, err := openBackend(k)
-	if err != nil {
-		return err
-	}
-	defer backend.Close()
-	dir, err := modelDir(k.String("model"))
-	if err != nil {
-		return err
-	}
-	rec, err := asr.Open(dir, asr.Options{
-		ORTLib: k.String("ort_lib"), Threads: k.Int("threads"), ChunkSeconds: k.Float64("chunk_seconds"),
-		Backend: backend, Provider: k.String("execution_provider"),
-	})
+	rec, err := openRecognizer(k)
 	if err != nil {
 		return err
 	}
