@@ -85,9 +85,12 @@ func TestCUDAZeroCopyTranscribe(t *testing.T) {
 		assert.Equal(t, wantAligned.Text, aligned.Text, name)
 	}
 	// 30 s in one chunk, on the device all along
+	gpu30, err := Open(defaultModel, Options{Backend: be, Provider: "cuda", ChunkSeconds: 30})
+	require.NoError(t, err)
+	defer gpu30.Close()
 	pcm := clip30(t)
 	var st Stats
-	_, err = gpu.Transcribe(WithStats(ctx, &st), pcm)
+	_, err = gpu30.Transcribe(WithStats(ctx, &st), pcm)
 	require.NoError(t, err)
 	assert.Equal(t, 1, st.Chunks)
 	assert.Equal(t, int64(4*len(pcm)), st.Transfers.HostToDeviceBytes)

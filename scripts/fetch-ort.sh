@@ -46,6 +46,7 @@ declare -A INTEGRITY=(
 VERSIONS="1.22.0 1.23.2 1.24.1 1.24.2 1.24.3 1.25.1 1.26.0 1.27.0 1.29.0 1.30.0"
 
 die() { echo "fetch-ort.sh: $*" >&2; exit 1; }
+. "$(dirname "$0")/npm-fetch.sh"
 
 print_only=0
 arch=""
@@ -89,21 +90,8 @@ fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 tgz="$tmp/onnxruntime-node-${ORT_VERSION}.tgz"
-registry="${EDGE_NPM_REGISTRY:-https://registry.npmjs.org}"
-url="${registry%/}/onnxruntime-node/-/onnxruntime-node-${ORT_VERSION}.tgz"
-
 echo "fetching onnxruntime-node@${ORT_VERSION} (~100 MB) ..." >&2
-if command -v npm >/dev/null 2>&1 && [ -z "${EDGE_NPM_REGISTRY:-}" ]; then
-	(cd "$tmp" && npm pack --silent "onnxruntime-node@${ORT_VERSION}" >/dev/null) ||
-		die "npm pack onnxruntime-node@${ORT_VERSION} failed"
-elif command -v curl >/dev/null 2>&1; then
-	curl -fsSL --retry 3 -o "$tgz" "$url" || die "download of $url failed"
-elif command -v wget >/dev/null 2>&1; then
-	wget -q -O "$tgz" "$url" || die "download of $url failed"
-else
-	die "need npm, curl or wget to download $url"
-fi
-[ -s "$tgz" ] || die "no package at $tgz after download"
+npm_fetch "onnxruntime-node" "${ORT_VERSION}" "$tgz"
 
 got="sha512-$(openssl dgst -sha512 -binary "$tgz" | base64 -w0)"
 want="${INTEGRITY[$ORT_VERSION]}"

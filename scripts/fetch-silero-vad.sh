@@ -32,6 +32,7 @@ PKG_SHA512=78f56af13bc1db5b1d1d2c5531938421ff4955aecc018a5a21a35778682c3ce88c08d
 MODEL_SHA256=2623a2953f6ff3d2c1e61740c6cdb7168133479b267dfef114a4a3cc5bdd788f
 
 die() { echo "fetch-silero-vad.sh: $*" >&2; exit 1; }
+. "$(dirname "$0")/npm-fetch.sh"
 
 print_only=0
 while [ $# -gt 0 ]; do
@@ -62,21 +63,8 @@ fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 tgz="$tmp/ricky0123-vad-web-${PKG_VERSION}.tgz"
-registry="${EDGE_NPM_REGISTRY:-https://registry.npmjs.org}"
-url="${registry%/}/${PKG}/-/vad-web-${PKG_VERSION}.tgz"
-
 echo "fetching ${PKG}@${PKG_VERSION} (~5.5 MB) for Silero VAD v5 ..." >&2
-if command -v npm >/dev/null 2>&1 && [ -z "${EDGE_NPM_REGISTRY:-}" ]; then
-	(cd "$tmp" && npm pack --silent "${PKG}@${PKG_VERSION}" >/dev/null) ||
-		die "npm pack ${PKG}@${PKG_VERSION} failed"
-elif command -v curl >/dev/null 2>&1; then
-	curl -fsSL --retry 3 -o "$tgz" "$url" || die "download of $url failed"
-elif command -v wget >/dev/null 2>&1; then
-	wget -q -O "$tgz" "$url" || die "download of $url failed"
-else
-	die "need npm, curl or wget to download $url"
-fi
-[ -s "$tgz" ] || die "no package at $tgz after download"
+npm_fetch "${PKG}" "${PKG_VERSION}" "$tgz"
 
 got="$(sha512sum "$tgz" | cut -d' ' -f1)"
 [ "$got" = "$PKG_SHA512" ] || die "sha512 mismatch for ${PKG}@${PKG_VERSION}: got $got, want $PKG_SHA512"
