@@ -481,6 +481,17 @@ func (c *Codec) Encode(ctx context.Context, pcm []float32, stages int) ([]int32,
 // [T, D] (the encoder's output transposed): each chain's input projection,
 // then its greedy RVQ on the CPU with the fp32 codebooks.
 func (c *Codec) Quantize(ctx context.Context, x []float32, t, stages int) ([]int32, error) {
+	return c.quantize(ctx, x, t, stages, func(ctx context.Context, books *rvq.Codebooks, x []float32, t int, codes []int32) error {
+		return books.Encode(ctx, x, rvq.Batch{B: 1, T: t}, codes, make([]float32, len(x)))
+	})
+}
+
+// chainEncoder quantises one chain's input x, row-major [t, books.Dim()],
+// into codes row-major [t, books.NumStages()] (Codebooks.Encode's contract).
+type chainEncoder func(ctx context.Context, books *rvq.Codebooks, x []float32, t int, codes []int32) error
+
+// quantize is Quantize with each chain's RVQ run by enc.
+func (c *Codec) quantize(ctx context.Context, x []float32, t, stages int, enc chainEncoder) ([]int32, error) {
 	books, err := c.codebooks(stages)
 	if err != nil {
 		return nil, err
@@ -500,7 +511,7 @@ func (c *Codec) Quantize(ctx context.Context, x []float32, t, stages int) ([]int
 			xi = project(x, t, c.dim, ch.inProj, ch.width)
 		}
 		ci := make([]int32, t*k)
-		if err := books[i].Encode(ctx, xi, rvq.Batch{B: 1, T: t}, ci, make([]float32, t*ch.width)); err != nil {
+		if err := enc(ctx, books[i], xi, t, ci); err != nil {
 			return nil, fmt.Errorf("%s quantizer: %w", ch.name, err)
 		}
 		for r := 0; r < t; r++ {

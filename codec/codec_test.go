@@ -27,6 +27,16 @@ func openEncodec(t testing.TB) *Codec {
 	return c
 }
 
+// loadClip reads a golden clip at the codec's rate.
+func loadClip(t testing.TB, c *Codec, path string) []float32 {
+	t.Helper()
+	pcm, err := audio.Load(path, c.SampleRate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pcm
+}
+
 func readNpy(t testing.TB, path string) ([]int, any) {
 	t.Helper()
 	x, err := npy.ReadFile(path)
@@ -56,10 +66,7 @@ func testGolden(t *testing.T, c *Codec, dir string) {
 		q            int
 	}{{"clip0", "", c.NumStages()}, {"clip1", "", c.NumStages()}, {"clip2", "", c.NumStages()}, {"clip0", "_q2", 2}} {
 		t.Run(tc.clip+tc.suffix, func(t *testing.T) {
-			pcm, err := audio.Load(filepath.Join(dir, tc.clip+".wav"), c.SampleRate())
-			if err != nil {
-				t.Fatal(err)
-			}
+			pcm := loadClip(t, c, filepath.Join(dir, tc.clip+".wav"))
 			wshape, wdata := readNpy(t, filepath.Join(dir, tc.clip+"_codes"+tc.suffix+".npy"))
 			want := wdata.([]int32)
 			codes, frames, err := c.Encode(context.Background(), pcm, tc.q)
