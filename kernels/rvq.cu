@@ -2168,7 +2168,7 @@ constexpr int kBM = 64, kBN = 128, kBK = 32, kPad = 4;
 }  // namespace rvqf
 
 extern "C" __global__ void __launch_bounds__(256) rvq_encode_f32(const __grid_constant__ RvqEncodeF32Params p) {
-  using namespace rvqf;
+  constexpr int kBM = rvqf::kBM, kBN = rvqf::kBN, kBK = rvqf::kBK, kPad = rvqf::kPad;
   const float* x = p.x;
   const int* rowList = p.rowList;
   const long long n = p.n, D = p.D, Dp = p.Dp, Q = p.Q, split = p.split;
