@@ -18,7 +18,9 @@ float32: what edge's quantizer reads) and clipK_qlatents.npy (transformers' quan
 the codes, [D, T]). margin.json records, per family, the seed
 chosen and the smallest gap between the best and second-best squared distance over every stage
 and frame of every clip (absolute and relative to ||r||^2 + ||c||^2), computed in float64.
-Seeds are tried in order and the one with the largest smallest relative margin is kept.
+EnCodec's random codebooks are first adjusted (widen_margins: runner-up codewords of near-tied
+golden frames moved away) so that no golden code is within 1e-4 of a tie. Seeds are tried in order
+and the one with the largest smallest relative margin is kept.
 
 Export: each graph is exported with the dynamo exporter first, then the TorchScript one, and kept
 only if ONNX Runtime matches torch (1e-3) at every clip length and at CHECK_LEN (longer than Mimi's
@@ -115,6 +117,34 @@ def gaussian_codebook(r, k, g):
     return r.mean(0) + r.std(0) * torch.randn(k, r.shape[1], generator=g)
 
 
+def widen_margins(r, codebooks, tau=1e-4, rounds=8):
+    """Moves runner-up codewords away from the golden frames whose best and second-best squared
+    distances lie within tau of each other (relative, as margins() measures), stage by stage along
+    the greedy chain, so that fp32 rounding cannot decide any golden code. r: the golden frames'
+    latents [N, D] (float64); codebooks: the [K, D] float32 tensors, changed in place. Returns the
+    number of moves (5 % farther from the frame each)."""
+    moved = 0
+    rows = np.arange(len(r))
+    for C in codebooks:
+        for _ in range(rounds):
+            Cd = C.double().numpy()
+            d = ((r[:, None, :] - Cd[None]) ** 2).sum(-1)
+            order = np.argsort(d, axis=1, kind="stable")
+            b, s = order[:, 0], order[:, 1]
+            gap = d[rows, s] - d[rows, b]
+            scale = (r ** 2).sum(-1) + (Cd ** 2).sum(-1).max()
+            bad = np.nonzero(gap / scale < tau)[0]
+            if len(bad) == 0:
+                break
+            for f in bad:
+                j = s[f]
+                C[j] += torch.from_numpy(0.05 * (Cd[j] - r[f])).to(C.dtype)
+                moved += 1
+        Cd = C.double().numpy()
+        r = r - Cd[((r[:, None, :] - Cd[None]) ** 2).sum(-1).argmin(1)]
+    return moved
+
+
 class Enc(torch.nn.Module):
     def __init__(self, f): super().__init__(); self.f = f
     def forward(self, x): return self.f(x)
@@ -137,6 +167,15 @@ def encodec(seed, pcm):
             layer.codebook.embed.copy_(e); layer.codebook.embed_avg.copy_(e); layer.codebook.inited.fill_(1)
             d = torch.cdist(r, e); r = r - e[d.argmin(1)]
     res = {"seed": seed}
+    try:
+        with torch.no_grad():
+            lat = np.concatenate([m.encoder(torch.from_numpy(q.astype(np.float32) / 32768)[None, None])[0].T.double().numpy()
+                                  for q in pcm])
+            res["codewords_moved"] = widen_margins(lat, [layer.codebook.embed for layer in m.quantizer.layers])
+            for layer in m.quantizer.layers:
+                layer.codebook.embed_avg.copy_(layer.codebook.embed)
+    except Exception:
+        res["widen_margins_error"] = traceback.format_exc()[-1500:]
     codes, audio, rc = [], [], []
     with torch.no_grad():
         for q in pcm:
