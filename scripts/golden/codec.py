@@ -26,10 +26,11 @@ Export: each graph is exported with the dynamo exporter first, then the TorchScr
 only if ONNX Runtime matches torch (1e-3) at every clip length and at CHECK_LEN (longer than Mimi's
 sliding window). For Mimi two transformers code paths are replaced during export only (the eager
 model the goldens come from is untouched): masking_utils' packed-sequence detection (torch.diff on
-the position ids, which TorchScript cannot export and dynamo cannot trace without a data-dependent
-branch; the exported graphs never see packed sequences) and MimiConv1d's extra-padding arithmetic
-(done on 0-dim tensors, which makes the pad amount data-dependent for dynamo; the replacement
-computes the same integer from the input length alone). The TorchScript export traces an example
+the position ids, which TorchScript cannot export (no aten::diff symbolic) and dynamo cannot trace
+without a data-dependent branch; the exported graphs never see packed sequences) and, for the dynamo
+exporter, MimiConv1d.forward's pad arithmetic (done on 0-dim tensor buffers, which torch.export lifts
+to graph inputs, so the pads become data-dependent: "Could not guard on data-dependent expression"
+in conv; the replacement computes the same integers from the input length alone). The TorchScript export traces an example
 longer than the sliding window, so that the attention mask it bakes in is the general one.
 """
 import json, math, os, sys, wave, traceback
@@ -334,25 +335,34 @@ class export_patches:
             mu.find_packed_sequence_indices = lambda *a, **k: None
             self.undo.append(lambda: setattr(mu, "find_packed_sequence_indices", old))
             self.report["mimi_patch_packed_sequences"] = True
-        old_pad = mm.MimiConv1d._get_extra_padding_for_conv1d
+        old_forward = mm.MimiConv1d.forward
 
-        def extra_padding(conv, hidden_states):
-            # = ideal_length - length of transformers' version, in integers of the input length
+        def forward(conv, hidden_states, padding_cache=None):
+            # transformers' MimiConv1d.forward without its streaming cache, its pads computed in
+            # integers of the input length (transformers keeps kernel_size, stride and
+            # padding_total as 0-dim tensor buffers, which torch.export lifts to inputs, so every
+            # pad becomes data-dependent)
             k = (conv.conv.kernel_size[0] - 1) * conv.conv.dilation[0] + 1
             s = conv.conv.stride[0]
-            p = k - s
+            total = k - s
             length = hidden_states.shape[-1]
-            n_frames = -(-(length - k + p) // s)  # ceil((length - k + p) / s)
-            return n_frames * s + k - p - length
+            n_frames = -(-(length - k + total) // s)  # ceil((length - k + total) / s)
+            extra = n_frames * s + k - total - length
+            if conv.causal:
+                pads = (total, extra)
+            else:
+                right = total // 2
+                pads = (total - right, right + extra)
+            return conv.conv(conv._pad1d(hidden_states, pads, mode=conv.pad_mode))
 
-        self.extra_padding, self.old_pad, self.mm = extra_padding, old_pad, mm
-        self.undo.append(lambda: setattr(mm.MimiConv1d, "_get_extra_padding_for_conv1d", old_pad))
+        self.forward, self.old_forward, self.mm = forward, old_forward, mm
+        self.undo.append(lambda: setattr(mm.MimiConv1d, "forward", old_forward))
         return self
 
     def dynamo(self, on):
-        """Integer padding for the dynamo exporter; TorchScript traces transformers' tensor version."""
+        """Integer pads for the dynamo exporter; TorchScript traces transformers' own forward."""
         if self.name == "mimi":
-            self.mm.MimiConv1d._get_extra_padding_for_conv1d = self.extra_padding if on else self.old_pad
+            self.mm.MimiConv1d.forward = self.forward if on else self.old_forward
 
     def __exit__(self, *exc):
         global PATCHES
