@@ -59,10 +59,13 @@ if [[ -n ${ORT_CORE:-} && -z ${EDGE_ORT_LIB:-} ]]; then
 	export EDGE_ORT_LIB=$out/ortcore/libonnxruntime.so.1.29.0
 fi
 
-timeout 150 scripts/gpu-test.sh "$bindir" "$out/tests" \
-	plugins_rvq:'-test.v -test.run CUDA' \
+# the new code's tests first, then the rest of the rvq CUDA suite (rvq_decode changed for all)
+timeout 90 scripts/gpu-test.sh "$bindir" "$out/tests" \
+	plugins_rvq:'-test.v -test.run CUDAF32|CUDAOp|CUDADecode' \
 	codec:'-test.v -test.run Golden|Mimi|Quantizer|CUDA|Bad|Bandwidth'
 step tests $?
+timeout 90 scripts/gpu-test.sh "$bindir" "$out/tests_rvq" plugins_rvq:'-test.run CUDA'
+step tests_rvq_all $?
 
 # gpu-test.sh's environment for the benchmarks
 sp=$(python3 -c 'import onnxruntime, os; print(os.path.dirname(os.path.dirname(onnxruntime.__file__)))')
@@ -73,9 +76,9 @@ for n in plugins_rvq codec; do
 	if [[ -f $bindir/$n.test.xz ]]; then xz -dc "$bindir/$n.test.xz" >"$bins/$n.test"; else cp "$bindir/$n.test" "$bins/$n.test"; fi
 	chmod +x "$bins/$n.test"
 done
-(cd plugins/rvq && timeout 60 "$bins/plugins_rvq.test" -test.run '^$' -test.bench CUDAF32Encode -test.benchtime 5x) >"$out/bench_rvq_f32.log" 2>&1
+(cd plugins/rvq && timeout 45 "$bins/plugins_rvq.test" -test.run '^$' -test.bench CUDAF32Encode -test.benchtime 5x) >"$out/bench_rvq_f32.log" 2>&1
 step bench_rvq_f32 $?
-timeout 120 python3 scripts/bench/codec_gpu.py --codec-test "$bins/codec.test" "$out" >"$out/bench_codec.log" 2>&1
+timeout 100 python3 scripts/bench/codec_gpu.py --codec-test "$bins/codec.test" "$out" >"$out/bench_codec.log" 2>&1
 step bench_codec $?
 rm -rf "$bins"
 cat "$out/summary.txt"
