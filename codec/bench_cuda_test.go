@@ -58,6 +58,9 @@ func BenchmarkCUDATokenize(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer enc.Close()
+	if d, ok := enc.Op().(interface{ DeviceIO() bool }); !ok || !d.DeviceIO() {
+		b.Fatal("the encoder op does not bind device memory (execution_provider=cuda, bind=device): not the zero-copy path")
+	}
 	books, err := npy.ReadFile(filepath.Join(dir, "codebooks.npy"))
 	if err != nil {
 		b.Fatal(err)
