@@ -26,6 +26,7 @@ import (
 	"sync"
 
 	"github.com/edgespeech/edge/plugins/rvq"
+	"github.com/edgespeech/edge/runtime"
 	"github.com/edgespeech/edge/runtime/onnx"
 	ort "github.com/yalue/onnxruntime_go"
 )
@@ -45,6 +46,12 @@ type Options struct {
 	Library string
 	// Threads is ONNX Runtime's intra-op thread count (0: its default).
 	Threads int
+	// Backend is where the quantizer runs: nil or the CPU backend, or (in
+	// -tags cuda builds) a CUDA backend, where rvq_encode_f32 gives the
+	// CPU's codes exactly; latents go up and codes come back per clip. The
+	// ONNX graphs run on ONNX Runtime's CPU provider either way. The caller
+	// keeps the backend open while the Codec is in use.
+	Backend runtime.Backend
 }
 
 // Codec is an opened codec directory. It is safe for concurrent use.
@@ -58,6 +65,10 @@ type Codec struct {
 	sizes      []int   // K per stage, over all chains
 	bandwidths []float64
 	enc, dec   *ort.DynamicAdvancedSession
+	// quant runs each chain's RVQ on Options.Backend's device (nil: the
+	// CPU); releaseQuant frees what it holds.
+	quant        chainEncoder
+	releaseQuant func()
 
 	mu    sync.Mutex
 	books map[int][]*rvq.Codebooks // prepared codebooks for n stages in all, per chain (nil: unused)
@@ -101,6 +112,9 @@ type config struct {
 func Open(dir string, opts Options) (*Codec, error) {
 	c, err := readQuantizer(dir)
 	if err != nil {
+		return nil, err
+	}
+	if c.quant, c.releaseQuant, err = deviceQuantizer(opts.Backend); err != nil {
 		return nil, err
 	}
 	if err := onnx.Init(opts.Library); err != nil {
@@ -348,8 +362,11 @@ func session(path, in, out string, opts Options) (*ort.DynamicAdvancedSession, e
 	return s, nil
 }
 
-// Close releases the ONNX Runtime sessions.
+// Close releases the ONNX Runtime sessions and any device codebooks.
 func (c *Codec) Close() error {
+	if c.releaseQuant != nil {
+		c.releaseQuant()
+	}
 	var errs []error
 	for _, s := range []*ort.DynamicAdvancedSession{c.enc, c.dec} {
 		if s != nil {
@@ -479,11 +496,17 @@ func (c *Codec) Encode(ctx context.Context, pcm []float32, stages int) ([]int32,
 
 // Quantize returns the codes, row-major [T, stages], of latents x row-major
 // [T, D] (the encoder's output transposed): each chain's input projection,
-// then its greedy RVQ on the CPU with the fp32 codebooks.
+// then its greedy RVQ with the fp32 codebooks (on Options.Backend).
 func (c *Codec) Quantize(ctx context.Context, x []float32, t, stages int) ([]int32, error) {
-	return c.quantize(ctx, x, t, stages, func(ctx context.Context, books *rvq.Codebooks, x []float32, t int, codes []int32) error {
-		return books.Encode(ctx, x, rvq.Batch{B: 1, T: t}, codes, make([]float32, len(x)))
-	})
+	if c.quant != nil {
+		return c.quantize(ctx, x, t, stages, c.quant)
+	}
+	return c.quantize(ctx, x, t, stages, cpuEncode)
+}
+
+// cpuEncode is a chainEncoder on the CPU.
+func cpuEncode(ctx context.Context, books *rvq.Codebooks, x []float32, t int, codes []int32) error {
+	return books.Encode(ctx, x, rvq.Batch{B: 1, T: t}, codes, make([]float32, len(x)))
 }
 
 // chainEncoder quantises one chain's input x, row-major [t, books.Dim()],

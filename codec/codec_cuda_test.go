@@ -8,41 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/edgespeech/edge/plugins/rvq"
-	"github.com/edgespeech/edge/runtime/cuda"
 	"github.com/edgespeech/edge/runtime/cuda/cudatest"
 )
-
-// deviceEncoder runs a chain's RVQ on the CUDA backend (rvq_encode_f32 for
-// the codecs' fp32 codebooks), through device memory.
-func deviceEncoder(be *cuda.Backend) chainEncoder {
-	return func(_ context.Context, books *rvq.Codebooks, x []float32, frames int, codes []int32) error {
-		dc, err := rvq.NewDeviceCodebooks(be, books)
-		if err != nil {
-			return err
-		}
-		defer dc.Free()
-		xd, err := be.UploadBuffer(cuda.Bytes(x))
-		if err != nil {
-			return err
-		}
-		defer xd.Free()
-		cd, err := be.Malloc(int64(4 * len(codes)))
-		if err != nil {
-			return err
-		}
-		defer cd.Free()
-		qd, err := be.Malloc(int64(4 * len(x)))
-		if err != nil {
-			return err
-		}
-		defer qd.Free()
-		if err := dc.Encode(xd.Ptr(), rvq.Batch{B: 1, T: frames}, cd.Ptr(), qd.Ptr()); err != nil {
-			return err
-		}
-		return be.DeviceToHost(cuda.Bytes(codes), cd.Ptr())
-	}
-}
 
 // TestCUDAGolden checks the CUDA quantizer on the golden clips: the latents
 // (the golden file where there is one, else encoder.onnx's on the CPU)
@@ -63,6 +30,12 @@ func TestCUDAGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
+			// the quantizer on the GPU, as Options{Backend: be} sets it
+			cq, release, err := deviceQuantizer(be)
+			if err != nil || cq == nil {
+				t.Fatalf("deviceQuantizer(cuda) = %v, %v", cq != nil, err)
+			}
+			defer release()
 			ctx := context.Background()
 			for _, tc := range []struct {
 				clip, suffix string
@@ -72,11 +45,11 @@ func TestCUDAGolden(t *testing.T) {
 				if x == nil {
 					t.Skipf("%s: no latents golden and no %s", fam.dir, EncoderFile)
 				}
-				got, err := c.quantize(ctx, x, frames, tc.q, deviceEncoder(be))
+				got, err := c.quantize(ctx, x, frames, tc.q, cq)
 				if err != nil {
 					t.Fatal(err)
 				}
-				cpu, err := c.Quantize(ctx, x, frames, tc.q)
+				cpu, err := c.quantize(ctx, x, frames, tc.q, cpuEncode)
 				if err != nil {
 					t.Fatal(err)
 				}
