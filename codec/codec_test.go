@@ -27,6 +27,16 @@ func openEncodec(t testing.TB) *Codec {
 	return c
 }
 
+// loadClip reads a golden clip at the codec's rate.
+func loadClip(t testing.TB, c *Codec, path string) []float32 {
+	t.Helper()
+	pcm, err := audio.Load(path, c.SampleRate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pcm
+}
+
 func readNpy(t testing.TB, path string) ([]int, any) {
 	t.Helper()
 	x, err := npy.ReadFile(path)
@@ -44,16 +54,20 @@ func TestEncodecGolden(t *testing.T) {
 	if c.NumStages() != 4 || c.SampleRate() != 24000 || c.Hop() != 320 {
 		t.Fatalf("stages %d rate %d hop %d", c.NumStages(), c.SampleRate(), c.Hop())
 	}
+	testGolden(t, c, encodecGolden)
+}
+
+// testGolden runs every golden clip of dir through c: codes equal to
+// transformers' (all stages for clip0..2, two for clip0_q2), decoded audio
+// within 1e-4 of its decode().
+func testGolden(t *testing.T, c *Codec, dir string) {
 	for _, tc := range []struct {
 		clip, suffix string
 		q            int
-	}{{"clip0", "", 4}, {"clip1", "", 4}, {"clip2", "", 4}, {"clip0", "_q2", 2}} {
+	}{{"clip0", "", c.NumStages()}, {"clip1", "", c.NumStages()}, {"clip2", "", c.NumStages()}, {"clip0", "_q2", 2}} {
 		t.Run(tc.clip+tc.suffix, func(t *testing.T) {
-			pcm, err := audio.Load(filepath.Join(encodecGolden, tc.clip+".wav"), c.SampleRate())
-			if err != nil {
-				t.Fatal(err)
-			}
-			wshape, wdata := readNpy(t, filepath.Join(encodecGolden, tc.clip+"_codes"+tc.suffix+".npy"))
+			pcm := loadClip(t, c, filepath.Join(dir, tc.clip+".wav"))
+			wshape, wdata := readNpy(t, filepath.Join(dir, tc.clip+"_codes"+tc.suffix+".npy"))
 			want := wdata.([]int32)
 			codes, frames, err := c.Encode(context.Background(), pcm, tc.q)
 			if err != nil {
@@ -67,7 +81,7 @@ func TestEncodecGolden(t *testing.T) {
 					t.Fatalf("code [%d, %d] = %d, transformers %d", i/frames, i%frames, codes[i], want[i])
 				}
 			}
-			_, adata := readNpy(t, filepath.Join(encodecGolden, tc.clip+"_audio"+tc.suffix+".npy"))
+			_, adata := readNpy(t, filepath.Join(dir, tc.clip+"_audio"+tc.suffix+".npy"))
 			wantPCM := adata.([]float32)
 			got, err := c.Decode(context.Background(), codes, tc.q, frames)
 			if err != nil {

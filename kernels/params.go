@@ -304,4 +304,23 @@ type RvqDecodeParams struct {
 	Meta    uint64 // device int*
 	Out     uint64 // device float*
 	Status  uint64 // device unsigned long long*; lowest row*Q + q of a bad code (preset all ones)
+	Words32 uint64 // device float*; fp32 codewords [rowsPad][Dp], read instead of Words (0: bf16)
+}
+
+// RvqEncodeF32Params is the argument of rvq_encode_f32 (the exact
+// fp32-codebook encoder).
+type RvqEncodeF32Params struct {
+	X       uint64 // device float*; [rows][D]
+	RowList uint64 // device int*; the valid rows, N of them
+	N       int64  // listed rows
+	D       int64
+	Dp      int64 // D rounded up to 64
+	Q       int64
+	Split   int64  // first stage of the second chain (0: one chain)
+	Words32 uint64 // device float*; fp32 codewords [rowsPad][Dp], zero padded
+	Hn      uint64 // device float*; [rowsPad] ||C_e||^2 / 2 (2^120 on padding)
+	Meta    uint64 // device int*; [Q][4] (offset, K, unused, unused)
+	Codes   uint64 // device int*; [rows][Q]
+	Out     uint64 // device float*; quantized [rows][D]
+	Res     uint64 // device float*; scratch residual [N][Dp], by list position
 }

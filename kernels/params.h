@@ -344,6 +344,24 @@ typedef struct RvqDecodeParams {
   EDGE_PTR(const int) meta;
   EDGE_PTR(float) out;
   EDGE_PTR(unsigned long long) status;   /* lowest row*Q + q of a bad code (preset all ones) */
+  EDGE_PTR(const float) words32;         /* fp32 codewords [rowsPad][Dp], read instead of words (null: bf16) */
 } RvqDecodeParams;
+
+/* rvq_encode_f32: the exact fp32-codebook encoder (one CTA per 64 listed rows). */
+typedef struct RvqEncodeF32Params {
+  EDGE_PTR(const float) x;               /* [rows][D] */
+  EDGE_PTR(const int) rowList;           /* the valid rows, n of them */
+  long long n;                           /* listed rows */
+  long long D;
+  long long Dp;                          /* D rounded up to 64 */
+  long long Q;
+  long long split;                       /* first stage of the second chain (0: one chain) */
+  EDGE_PTR(const float) words32;         /* fp32 codewords [rowsPad][Dp], zero padded */
+  EDGE_PTR(const float) hn;              /* [rowsPad] ||C_e||^2 / 2 (2^120 on padding) */
+  EDGE_PTR(const int) meta;              /* [Q][4] (offset, K, unused, unused) */
+  EDGE_PTR(int) codes;                   /* [rows][Q] */
+  EDGE_PTR(float) out;                   /* quantized [rows][D] */
+  EDGE_PTR(float) res;                   /* scratch residual [n][Dp], by list position */
+} RvqEncodeF32Params;
 
 #endif /* EDGE_KERNELS_PARAMS_H */

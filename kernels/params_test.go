@@ -23,7 +23,7 @@ func init() {
 		PipelineLogSoftmaxParams{}, PipelineNormalizePCMParams{}, PipelineCtcArgmaxParams{}, PipelineCtcCollapseParams{},
 		FbankStatsParams{}, FbankNormalizeParams{}, FbankLogmelParams{},
 		RvqEncodeParams{}, RvqSmallScoreParams{}, RvqSmallUpdateParams{}, RvqStreamParams{}, RvqPadRowsParams{},
-		RvqCheckParams{}, RvqDecodeParams{},
+		RvqCheckParams{}, RvqDecodeParams{}, RvqEncodeF32Params{},
 	} {
 		t := reflect.TypeOf(v)
 		mirrors[t.Name()] = t

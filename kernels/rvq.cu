@@ -2089,7 +2089,8 @@ extern "C" __global__ void __launch_bounds__(256) rvq_check(const __grid_constan
 }
 
 // rvq_decode: quantized = the codewords that codes select, summed chain by
-// chain in rvq_encode's order (bit-identical to its quantized). Grid
+// chain in rvq_encode's order (bit-identical to its quantized; with words32
+// set, the fp32 codewords, bit-identical to rvq_encode_f32's). Grid
 // ceil(rows/8), block 256: a warp per row, lanes over dimensions. A code
 // outside 0..K_q-1 on a valid row sets status[0] = min(row*Q + q) (atomicMin;
 // the host formats the error) and the row is left as it is. Padding rows get
@@ -2099,6 +2100,7 @@ extern "C" __global__ void __launch_bounds__(256) rvq_decode(const __grid_consta
   const int* lengths = p.lengths;
   const long long rows = p.rows, T = p.T, D = p.D, Dp = p.Dp, Q = p.Q, split = p.split;
   const uint16_t* words = p.words;
+  const float* words32 = p.words32;
   const int* meta = p.meta;
   float* out = p.out;
   unsigned long long* status = p.status;
@@ -2121,9 +2123,164 @@ extern "C" __global__ void __launch_bounds__(256) rvq_decode(const __grid_consta
     for (int ch = 0; ch < chains; ch++) {
       int lo = ch == 0 ? 0 : static_cast<int>(split), hi = (ch == 0 && split > 0) ? static_cast<int>(split) : static_cast<int>(Q);
       float a = 0.f;
-      for (int q = lo; q < hi; q++) a += rvqk::bf(words[(static_cast<long long>(meta[q * 4]) + c[q]) * Dp + d]);
+      for (int q = lo; q < hi; q++) {
+        const long long at = (static_cast<long long>(meta[q * 4]) + c[q]) * Dp + d;
+        a += words32 != nullptr ? words32[at] : rvqk::bf(words[at]);
+      }
       total = ch == 0 ? a : total + a;
     }
     out[row * D + d] = total;
+  }
+}
+
+// rvq_encode_f32: greedy RVQ with fp32 codebooks (published EnCodec, Mimi,
+// DAC checkpoints), exact: every score is the CPU op's bit for bit, so the
+// codes are the CPU's (ties: the lowest index) and quantized is
+// bit-identical. No near-tie guard is needed: nothing is rounded to a
+// narrower type.
+//
+// Grid: ceil(n / 64) CTAs, CTA c owning list positions [64c, 64c + 64) of
+// rowList (the valid rows); block 256 = 16 x 16 threads (ty = tid / 16,
+// tx = tid % 16). Per chain the CTA copies its rows of x into its residual
+// rows res[pos][0..Dp) (zeros past D), then per stage scores the whole
+// codebook as a register-blocked SGEMM: N-tiles of 128 codewords, k-chunks
+// of 32 dimensions staged in shared memory (A: 64 residual rows, B: 128
+// codewords, both dimension-major), thread (ty, tx) accumulating rows
+// 4ty..4ty+3 against codewords 4tx..4tx+3 and 64+4tx..64+4tx+3 of the
+// tile. Each accumulator is the CPU kernels' dot: fmaf over d = 0..Dp-1 in
+// increasing order from +0 (the zero padding adds +0 products, which leave
+// it unchanged), and the score hn_e - dot is theirs. The per-row minimum is
+// the lowest (score, index) key (orderKey), folded over a thread's entries,
+// then over the 16 threads of a half-warp that share a row (shuffles). The
+// update (a warp per row, lanes over dimensions) writes the code and
+// applies r -= C_j in fp32, the CPU's operation; quantized is written at
+// the end from the codes, each chain's codewords summed in stage order from
+// +0 and the second chain's sum added to the first's, as the CPU does.
+// Padding codebook rows (hn = 2^120, zero words) never win.
+//
+// Shapes: D <= 1024 (Dp = roundup(D, 64)), Q <= 32, K_q <= 4096, every stage
+// padded to a multiple of 256 rows (so an N-tile never leaves its stage).
+// Shared memory: 8.5 KiB (A) + 16.5 KiB (B) + 512 B (keys), static. The
+// input check is rvq_check's, launched before; padding rows are
+// rvq_pad_rows'.
+namespace rvqf {
+constexpr int kBM = 64, kBN = 128, kBK = 32, kPad = 4;
+}  // namespace rvqf
+
+extern "C" __global__ void __launch_bounds__(256) rvq_encode_f32(const __grid_constant__ RvqEncodeF32Params p) {
+  constexpr int kBM = rvqf::kBM, kBN = rvqf::kBN, kBK = rvqf::kBK, kPad = rvqf::kPad;
+  const float* x = p.x;
+  const int* rowList = p.rowList;
+  const long long n = p.n, D = p.D, Dp = p.Dp, Q = p.Q, split = p.split;
+  const float* words = p.words32;
+  const float* hn = p.hn;
+  const int* meta = p.meta;
+  int* codes = p.codes;
+  float* out = p.out;
+  float* res = p.res;
+  __shared__ __align__(16) float As[kBK][kBM + kPad];
+  __shared__ __align__(16) float Bs[kBK][kBN + kPad];
+  __shared__ unsigned long long rowKey[kBM];
+  const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4, lane = tid & 31, warp = tid >> 5;
+  const long long base = static_cast<long long>(blockIdx.x) * kBM;
+  const int nq = static_cast<int>(Q), sp = static_cast<int>(split);
+  const int kcs = static_cast<int>(Dp / kBK);
+  for (int ch = 0; ch < (sp > 0 ? 2 : 1); ch++) {
+    const int q0 = ch == 0 ? 0 : sp, q1 = (ch == 0 && sp > 0) ? sp : nq;
+    // The chain starts from x: res = x, zero padded to Dp.
+    for (int m = warp; m < kBM; m += 8) {
+      const long long pos = base + m;
+      if (pos >= n) break;
+      const long long row = rowList[pos];
+      for (long long d = lane; d < Dp; d += 32) res[pos * Dp + d] = d < D ? x[row * D + d] : 0.f;
+    }
+    __syncthreads();
+    for (int q = q0; q < q1; q++) {
+      const long long off = meta[q * 4];
+      const int K = meta[q * 4 + 1];
+      unsigned long long key[4] = {~0ull, ~0ull, ~0ull, ~0ull};
+      for (int nt = 0; nt * kBN < K; nt++) {
+        float acc[4][8];
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+          for (int j = 0; j < 8; j++) acc[i][j] = 0.f;
+        for (int kc = 0; kc < kcs; kc++) {
+          // A: 64 rows x 32 dims, two float4 a thread; B: 128 codewords x
+          // 32 dims, four float4 a thread; both stored dimension-major.
+#pragma unroll
+          for (int i = 0; i < 2; i++) {
+            const int idx = tid + 256 * i, m = idx >> 3, k4 = (idx & 7) * 4;
+            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (base + m < n) v = *reinterpret_cast<const float4*>(res + (base + m) * Dp + kc * kBK + k4);
+            As[k4][m] = v.x;
+            As[k4 + 1][m] = v.y;
+            As[k4 + 2][m] = v.z;
+            As[k4 + 3][m] = v.w;
+          }
+#pragma unroll
+          for (int i = 0; i < 4; i++) {
+            const int idx = tid + 256 * i, e = idx >> 3, k4 = (idx & 7) * 4;
+            const float4 v = *reinterpret_cast<const float4*>(words + (off + nt * kBN + e) * Dp + kc * kBK + k4);
+            Bs[k4][e] = v.x;
+            Bs[k4 + 1][e] = v.y;
+            Bs[k4 + 2][e] = v.z;
+            Bs[k4 + 3][e] = v.w;
+          }
+          __syncthreads();
+#pragma unroll 8
+          for (int k = 0; k < kBK; k++) {
+            const float4 a = *reinterpret_cast<const float4*>(&As[k][ty * 4]);
+            const float4 b0 = *reinterpret_cast<const float4*>(&Bs[k][tx * 4]);
+            const float4 b1 = *reinterpret_cast<const float4*>(&Bs[k][64 + tx * 4]);
+            const float av[4] = {a.x, a.y, a.z, a.w};
+            const float bv[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+              for (int j = 0; j < 8; j++) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+          }
+          __syncthreads();
+        }
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+          const int e = nt * kBN + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
+          const float h = hn[off + e];
+#pragma unroll
+          for (int i = 0; i < 4; i++) key[i] = min(key[i], rvqk::orderKey(h - acc[i][j], e));
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < 4; i++) {
+        for (int o = 8; o > 0; o >>= 1) key[i] = min(key[i], __shfl_xor_sync(rvqk::kFull, key[i], o));
+        if (tx == 0) rowKey[ty * 4 + i] = key[i];
+      }
+      __syncthreads();
+      for (int m = warp; m < kBM; m += 8) {
+        const long long pos = base + m;
+        if (pos >= n) break;
+        int j = static_cast<int>(rowKey[m] & 0xffffffffu);
+        j = (j < 0 || j >= K) ? 0 : j;  // only after a non-finite x
+        if (lane == 0) codes[static_cast<long long>(rowList[pos]) * Q + q] = j;
+        const float* w = words + (off + j) * Dp;
+        for (long long d = lane; d < D; d += 32) res[pos * Dp + d] -= w[d];
+      }
+      __syncthreads();
+    }
+  }
+  for (int m = warp; m < kBM; m += 8) {
+    const long long pos = base + m;
+    if (pos >= n) break;
+    const long long row = rowList[pos];
+    for (long long d = lane; d < D; d += 32) {
+      float tot = 0.f;
+      for (int ch = 0; ch < (sp > 0 ? 2 : 1); ch++) {
+        const int q0 = ch == 0 ? 0 : sp, q1 = (ch == 0 && sp > 0) ? sp : nq;
+        float a = 0.f;
+        for (int q = q0; q < q1; q++) a += words[(static_cast<long long>(meta[q * 4]) + codes[row * Q + q]) * Dp + d];
+        tot = ch == 0 ? a : tot + a;
+      }
+      out[row * D + d] = tot;
+    }
   }
 }

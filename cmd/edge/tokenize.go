@@ -36,6 +36,7 @@ func codecFlags(fs interface {
 	fs.String("codec", "", "codec directory: config.json + model.safetensors + encoder.onnx + decoder.onnx (scripts/golden/codec.py writes one)")
 	fs.Int("threads", 0, "ONNX Runtime threads (0: its default)")
 	fs.String("ort-lib", "", "ONNX Runtime library (default $EDGE_ORT_LIB, then the cache of scripts/fetch-ort.sh)")
+	fs.String("backend", "cpu", "where the quantizer runs: cpu, or cuda in -tags cuda builds (rvq_encode_f32, the same codes); the ONNX graphs run on the CPU")
 }
 
 // runTokenize writes the codes of each AUDIO file: decoded, downmixed and
@@ -65,11 +66,11 @@ func runTokenize(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := openCodec(fs)
+	c, done, err := openCodec(fs)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer done()
 	q := c.NumStages()
 	switch {
 	case *bandwidth != 0:
@@ -158,11 +159,11 @@ func runDetokenize(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := openCodec(fs)
+	c, done, err := openCodec(fs)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer done()
 	pcm, err := c.Decode(ctx, codes, sh[0], sh[1])
 	if err != nil {
 		return fmt.Errorf("%s: %w", fs.Arg(0), err)
@@ -221,11 +222,23 @@ type flagGetter interface {
 	GetInt(string) (int, error)
 }
 
-func openCodec(fs flagGetter) (*codec.Codec, error) {
+// openCodec opens the --codec directory with its quantizer on --backend;
+// done closes both.
+func openCodec(fs flagGetter) (*codec.Codec, func(), error) {
 	dir, _ := fs.GetString("codec")
 	lib, _ := fs.GetString("ort-lib")
 	threads, _ := fs.GetInt("threads")
-	return codec.Open(dir, codec.Options{Library: lib, Threads: threads})
+	name, _ := fs.GetString("backend")
+	be, err := runtime.OpenBackend(name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--backend %s: %w", name, err)
+	}
+	c, err := codec.Open(dir, codec.Options{Library: lib, Threads: threads, Backend: be})
+	if err != nil {
+		_ = be.Close()
+		return nil, nil, err
+	}
+	return c, func() { _ = c.Close(); _ = be.Close() }, nil
 }
 
 // writeFloatWAV writes mono IEEE-float (format 3) WAV.

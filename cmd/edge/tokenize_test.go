@@ -90,6 +90,7 @@ func TestTokenizeErrors(t *testing.T) {
 		{[]string{"tokenize", "--codec", codecDir, "--out", dir, "--codebooks", "9", short}, 2, "want 1..4"},
 		{[]string{"tokenize", "--codec", codecDir, "--out", dir, short}, 1, "at least one frame"},
 		{[]string{"tokenize", "--codec", dir, "--out", dir, short}, 1, "config.json"},
+		{[]string{"tokenize", "--codec", codecDir, "--backend", "tpu", "--out", dir, short}, 1, "--backend tpu"},
 		{[]string{"detokenize", "--codec", codecDir, "--out", filepath.Join(dir, "x.wav"), bad}, 1, "bad.npy"},
 	} {
 		code, _, stderr := capture(t, tc.args...)

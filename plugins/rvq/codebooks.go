@@ -65,8 +65,9 @@ type Codebooks struct {
 // MaxSquaredNorm. Distances, residuals and sums are float32 as in
 // NewCodebooks; the codewords are used exactly as given, not rounded.
 //
-// Such codebooks run on the CPU only: F32 reports them, and device paths
-// that hold bf16 images of the codewords must refuse them.
+// F32 reports such codebooks: device paths that hold bf16 images of the
+// codewords must not score them (DeviceCodebooks runs them on its exact
+// fp32 kernel).
 func NewCodebooksF32(dim int, stages ...[]float32) (*Codebooks, error) {
 	c, err := newCodebooks(dim, stages, func(dst, src []float32) (int, error) {
 		for i, v := range src {

@@ -37,6 +37,7 @@ type cudaKernels struct {
 	clusters                       bool           // compute capability >= 9.0: rvq_stream can run
 	stream                         *cuda.Kernel
 	small, update, pad, check, dec *cuda.Kernel
+	f32                            *cuda.Kernel // rvq_encode_f32 (nil in a fatbin built before it)
 }
 
 func loadKernels(b *cuda.Backend) (*cudaKernels, error) {
@@ -82,13 +83,17 @@ func loadKernels(b *cuda.Backend) (*cudaKernels, error) {
 	k.small, _ = mod.Kernel("rvq_small_score")
 	k.update, _ = mod.Kernel("rvq_small_update")
 	k.stream, _ = mod.Kernel("rvq_stream")
+	k.f32, _ = mod.Kernel("rvq_encode_f32")
 	return k, nil
 }
 
 // DeviceCodebooks is a Codebooks uploaded to a CUDA backend in the layout of
 // kernels/rvq.cu: bf16 rows padded to Dp = roundup(D, 64) values, every
 // stage padded to a multiple of 256 rows, ||C_e||^2/2 per row (padScore on
-// padding) and per-stage (offset, K_q, max ||C_e||). Free releases it.
+// padding) and per-stage (offset, K_q, max ||C_e||). fp32 codebooks
+// (Codebooks.F32) also get their fp32 rows in the same layout (words32) and
+// run rvq_encode_f32, exact; the bf16 kernels never see them. Free releases
+// it.
 type DeviceCodebooks struct {
 	be        *cuda.Backend
 	c         *Codebooks
@@ -96,6 +101,9 @@ type DeviceCodebooks struct {
 	dp        int
 	words, hn *cuda.Buffer
 	meta      *cuda.Buffer
+	// words32 holds the fp32 codewords (fp32 codebooks only), laid out as
+	// words.
+	words32 *cuda.Buffer
 	// tiles holds words again as the kernel's shared-memory image: 128-row
 	// by 64-value blocks (row-block major, then k-chunk), 16-byte chunks
 	// XOR-swizzled by row & 7, for the Hopper bulk copies. fragTiles (Hopper,
@@ -165,6 +173,10 @@ func NewDeviceCodebooks(be *cuda.Backend, c *Codebooks) (*DeviceCodebooks, error
 		rows += (st.k + rowAlign - 1) / rowAlign * rowAlign
 	}
 	words := make([]uint16, rows*dp)
+	var words32 []float32
+	if c.f32 {
+		words32 = make([]float32, rows*dp)
+	}
 	hn := make([]float32, rows)
 	meta := make([]int32, 4*len(c.stages))
 	off := 0
@@ -175,6 +187,9 @@ func NewDeviceCodebooks(be *cuda.Backend, c *Codebooks) (*DeviceCodebooks, error
 			hn[off+e] = padScore
 			if e < st.k {
 				copy(words[(off+e)*dp:(off+e)*dp+d], st.codeword(d, e))
+				if words32 != nil {
+					copy(words32[(off+e)*dp:(off+e)*dp+d], st.rows[e*d:(e+1)*d])
+				}
 				hn[off+e] = st.halfNorm[e]
 				cmax2 = max(cmax2, 2*st.halfNorm[e])
 			}
@@ -203,6 +218,16 @@ func NewDeviceCodebooks(be *cuda.Backend, c *Codebooks) (*DeviceCodebooks, error
 	if dc.meta, err = be.UploadBuffer(cuda.Bytes(meta)); err != nil {
 		return nil, err
 	}
+	if c.f32 {
+		if k.f32 == nil {
+			return nil, fmt.Errorf("rvq: fp32 codebooks need rvq_encode_f32, which the loaded fatbin lacks (rebuild it with kernels/build.sh)")
+		}
+		if dc.words32, err = be.UploadBuffer(cuda.Bytes(words32)); err != nil {
+			return nil, err
+		}
+		ok = true
+		return dc, nil // the tiles are the bf16 kernels' only
+	}
 	if dc.tiles, err = be.UploadBuffer(u16Bytes(swizzleTiles(words, dp))); err != nil {
 		return nil, err
 	}
@@ -220,7 +245,7 @@ func (dc *DeviceCodebooks) Codebooks() *Codebooks { return dc.c }
 
 // Free releases the device memory; freeing twice is a no-op.
 func (dc *DeviceCodebooks) Free() {
-	for _, b := range []*cuda.Buffer{dc.words, dc.hn, dc.meta, dc.tiles, dc.fragTiles} {
+	for _, b := range []*cuda.Buffer{dc.words, dc.hn, dc.meta, dc.tiles, dc.fragTiles, dc.words32} {
 		if b != nil {
 			_ = b.Free()
 		}
@@ -238,7 +263,9 @@ func (dc *DeviceCodebooks) Free() {
 // contract of Codebooks.Encode: identical codes, bit-identical quantized.
 // bt.Lengths (host) marks the valid frames. The input check (finite x,
 // squared norms at most MaxSquaredNorm) runs on the device; its status is
-// read back at the end, so Encode returns after the work is done.
+// read back at the end, so Encode returns after the work is done. fp32
+// codebooks take rvq_encode_f32 for every batch size (forcePath and the
+// variants are the bf16 kernels' and do not apply).
 func (dc *DeviceCodebooks) Encode(x cuda.DevicePtr, bt Batch, codes, quantized cuda.DevicePtr) error {
 	if err := bt.check(); err != nil {
 		return err
@@ -274,6 +301,9 @@ func (dc *DeviceCodebooks) Encode(x cuda.DevicePtr, bt Batch, codes, quantized c
 		stats = dc.stats.Ptr()
 	}
 	path := dc.forcePath
+	if dc.words32 != nil {
+		path = "f32"
+	}
 	if path == "" {
 		path = "fused"
 		if valid <= smallRows {
@@ -299,6 +329,8 @@ func (dc *DeviceCodebooks) Encode(x cuda.DevicePtr, bt Batch, codes, quantized c
 	switch path {
 	case "small":
 		err = dc.encodeSmall(s, x, bt, lengths, res.Ptr(), acc, codes, quantized)
+	case "f32":
+		err = dc.encodeF32(s, x, bt, lengths, res.Ptr(), codes, quantized)
 	case "stream":
 		if !dc.k.clusters {
 			return fmt.Errorf("rvq: the stream path needs thread block clusters (compute capability 9.0 or newer)")
@@ -353,6 +385,32 @@ func (dc *DeviceCodebooks) encodeStream(s *cuda.Scratch, x cuda.DevicePtr, bt Ba
 		X: uint64(x), RowList: uint64(rowList.Ptr()), D: int64(c.dim), Dp: int64(dc.dp), Q: int64(len(c.stages)),
 		Split: int64(c.split), Words: uint64(dc.words.Ptr()), Hn: uint64(dc.hn.Ptr()), Meta: uint64(dc.meta.Ptr()),
 		Codes: uint64(codes), Out: uint64(quantized),
+	})
+}
+
+// f32Rows is rvq_encode_f32's rows a CTA (kernels/rvq.cu's rvqf::kBM).
+const f32Rows = 64
+
+// encodeF32 queues rvq_encode_f32 over the valid frames (exact fp32
+// scores, see kernels/rvq.cu) after rvq_pad_rows for the padding; res holds
+// at least one row of Dp floats a valid frame.
+func (dc *DeviceCodebooks) encodeF32(s *cuda.Scratch, x cuda.DevicePtr, bt Batch, lengths, res, codes, quantized cuda.DevicePtr) error {
+	c := dc.c
+	if err := dc.padRows(bt, lengths, codes, quantized); err != nil {
+		return err
+	}
+	list := validRows(bt)
+	if len(list) == 0 {
+		return nil
+	}
+	rowList, err := s.Upload(cuda.Bytes(list))
+	if err != nil {
+		return err
+	}
+	return dc.k.f32.Launch(cuda.Dim3{X: (len(list) + f32Rows - 1) / f32Rows, Y: 1, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0, &kern.RvqEncodeF32Params{
+		X: uint64(x), RowList: uint64(rowList.Ptr()), N: int64(len(list)), D: int64(c.dim), Dp: int64(dc.dp),
+		Q: int64(len(c.stages)), Split: int64(c.split), Words32: uint64(dc.words32.Ptr()), Hn: uint64(dc.hn.Ptr()),
+		Meta: uint64(dc.meta.Ptr()), Codes: uint64(codes), Out: uint64(quantized), Res: uint64(res),
 	})
 }
 
@@ -487,10 +545,14 @@ func (dc *DeviceCodebooks) Decode(codes cuda.DevicePtr, bt Batch, quantized cuda
 	if err := dc.be.Memset(status.Ptr(), 0xFF, 8); err != nil {
 		return err
 	}
+	var words32 cuda.DevicePtr
+	if dc.words32 != nil {
+		words32 = dc.words32.Ptr()
+	}
 	if err := dc.k.dec.Launch(cuda.Dim3{X: (rows + 7) / 8, Y: 1, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0, &kern.RvqDecodeParams{
 		Codes: uint64(codes), Lengths: uint64(lengths), Rows: int64(rows), T: int64(bt.T), D: int64(c.dim),
 		Dp: int64(dc.dp), Q: int64(q), Split: int64(c.split), Words: uint64(dc.words.Ptr()), Meta: uint64(dc.meta.Ptr()),
-		Out: uint64(quantized), Status: uint64(status.Ptr()),
+		Out: uint64(quantized), Status: uint64(status.Ptr()), Words32: uint64(words32),
 	}); err != nil {
 		return err
 	}

@@ -53,8 +53,12 @@
 //
 // fp32 codebooks (NewCodebooksF32), as published codecs store them, run the
 // same kernel with the codewords used exactly as given in the residual
-// update and in Decode; they are CPU-only for now (Codebooks.F32 reports
-// them).
+// update and in Decode (Codebooks.F32 reports them). On CUDA they run
+// rvq_encode_f32 (kernels/rvq.cu), an fp32 SIMT kernel whose every score is
+// the CPU's bit for bit (the same fused multiply-adds over dimensions in
+// increasing order from +0, the same ||C_e||^2/2 - dot), so its codes equal
+// the CPU's exactly, near ties included, with no guard; the bf16 tensor-core
+// kernels never see fp32 codewords.
 //
 // To keep every distance finite, each frame of x and each codeword must have
 // a squared L2 norm of at most MaxSquaredNorm; x must be finite.

@@ -20,7 +20,7 @@ var (
 		Doc: "sum of the selected codewords (fp32, stage order; split: first chain's sum + second chain's)"}
 	params = []runtime.ParamSpec{
 		{Name: "codebook_sizes", Kind: runtime.Ints, Doc: "K_q per stage, for codebooks of different sizes (see the codebooks input)"},
-		{Name: "fp32", Kind: runtime.Boolean, Default: false, Doc: "f32 codebooks hold any finite fp32 values, used exactly (published EnCodec/Mimi/DAC codebooks); CPU backend only (the CUDA one keeps the bf16 contract and rejects values bf16 cannot hold)"},
+		{Name: "fp32", Kind: runtime.Boolean, Default: false, Doc: "f32 codebooks hold any finite fp32 values, used exactly (published EnCodec/Mimi/DAC codebooks); codes equal the CPU's on both backends (CUDA: the exact fp32 kernel rvq_encode_f32)"},
 		{Name: "split", Kind: runtime.Int, Default: 0, Doc: "Mimi split RVQ: the first `split` stages and the rest are two chains both fed x (Mimi: 1); 0 = one chain"},
 	}
 )

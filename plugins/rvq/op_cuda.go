@@ -37,6 +37,7 @@ type cudaOp struct {
 	be     *cuda.Backend
 	sizes  []int
 	split  int
+	fp32   bool // codebooks are fp32 values used exactly (CodebooksFromTensorF32)
 	encode bool
 
 	mu     sync.Mutex
@@ -84,7 +85,7 @@ func (o *cudaOp) codebooks(t *rt.Tensor) (*DeviceCodebooks, func(), error) {
 	sb := o.cached
 	if sb == nil || !bytes.Equal(sb.key, key) {
 		o.mu.Unlock()
-		c, err := CodebooksFromTensor(h, o.sizes)
+		c, err := codebooksFromTensor(h, o.sizes, o.fp32)
 		if err != nil {
 			return nil, nil, fmt.Errorf("input \"codebooks\" %v: %w", h.Shape(), err)
 		}
@@ -133,7 +134,7 @@ func tensorBytes(t *rt.Tensor) []byte {
 
 func newCUDAOp(encode bool) func(rt.Params, *cuda.Backend) (rt.Op, error) {
 	return func(p rt.Params, b *cuda.Backend) (rt.Op, error) {
-		o := &cudaOp{be: b, sizes: p.IntList("codebook_sizes"), split: p.Int("split"), encode: encode}
+		o := &cudaOp{be: b, sizes: p.IntList("codebook_sizes"), split: p.Int("split"), fp32: p.Bool("fp32"), encode: encode}
 		if o.split < 0 || o.split >= MaxStages {
 			return nil, fmt.Errorf("split = %d, want 0 (one chain) or 1..%d", o.split, MaxStages-1)
 		}

@@ -13,10 +13,25 @@ For each family (encodec, mimi) it writes OUTDIR/<family>/ as a codec directory:
 and OUTDIR/<family>_golden/: clipK.wav (16-bit PCM at the codec rate; the pcm fed to
 transformers is exactly int16/32768), clipK_codes.npy (transformers' encode(), [Q, T] int32),
 clipK_audio.npy (transformers' decode() of those codes, [N'] float32) and, for the first clip,
-clipK_codes_q2 / clipK_audio_q2 (two stages only). margin.json records, per family, the seed
+clipK_codes_q2 / clipK_audio_q2 (two stages only), clipK_latents.npy (the encoder's output, [D, T]
+float32: what edge's quantizer reads) and clipK_qlatents.npy (transformers' quantizer.decode() of
+the codes, [D, T]). margin.json records, per family, the seed
 chosen and the smallest gap between the best and second-best squared distance over every stage
 and frame of every clip (absolute and relative to ||r||^2 + ||c||^2), computed in float64.
-Seeds are tried in order and the one with the largest smallest relative margin is kept.
+EnCodec's random codebooks are first adjusted (widen_margins: runner-up codewords of near-tied
+golden frames moved away) so that no golden code is within 1e-4 of a tie. Seeds are tried in order
+and the one with the largest smallest relative margin is kept.
+
+Export: each graph is exported with the dynamo exporter first, then the TorchScript one, and kept
+only if ONNX Runtime matches torch (1e-3) at every clip length and at CHECK_LEN (longer than Mimi's
+sliding window). For Mimi two transformers code paths are replaced during export only (the eager
+model the goldens come from is untouched): masking_utils' packed-sequence detection (torch.diff on
+the position ids, which TorchScript cannot export (no aten::diff symbolic) and dynamo cannot trace
+without a data-dependent branch; the exported graphs never see packed sequences) and, for the dynamo
+exporter, MimiConv1d.forward's pad arithmetic (done on 0-dim tensor buffers, which torch.export lifts
+to graph inputs, so the pads become data-dependent: "Could not guard on data-dependent expression"
+in conv; the replacement computes the same integers from the input length alone). The TorchScript export traces an example
+longer than the sliding window, so that the attention mask it bakes in is the general one.
 """
 import json, math, os, sys, wave, traceback
 import numpy as np
@@ -27,7 +42,9 @@ torch.backends.cuda.matmul.allow_tf32 = False
 OUT = sys.argv[-1]
 RATE = 24000
 CLIP_LENS = [12000, 8501, 4800]
+CHECK_LEN = 4 * RATE + 17  # an export check input longer than Mimi's 64-frame sliding window
 SEEDS = range(12)
+PATCHES = None  # the export_patches in effect (export() switches Mimi's padding per exporter)
 
 
 def clips(seed=1234):
@@ -66,6 +83,8 @@ def export(mod, example, path, in_name, out_name, in_axes, out_axes, fn, inputs,
     for dynamo in (True, False):
         tag = "dynamo" if dynamo else "torchscript"
         try:
+            if PATCHES is not None:
+                PATCHES.dynamo(dynamo)
             kw = dict(input_names=[in_name], output_names=[out_name], opset_version=18 if dynamo else 17,
                       dynamic_axes={in_name: in_axes, out_name: out_axes})
             torch.onnx.export(mod, (example,), path, dynamo=dynamo, **kw)
@@ -99,6 +118,34 @@ def gaussian_codebook(r, k, g):
     return r.mean(0) + r.std(0) * torch.randn(k, r.shape[1], generator=g)
 
 
+def widen_margins(r, codebooks, tau=1e-4, rounds=8):
+    """Moves runner-up codewords away from the golden frames whose best and second-best squared
+    distances lie within tau of each other (relative, as margins() measures), stage by stage along
+    the greedy chain, so that fp32 rounding cannot decide any golden code. r: the golden frames'
+    latents [N, D] (float64); codebooks: the [K, D] float32 tensors, changed in place. Returns the
+    number of moves (5 % farther from the frame each)."""
+    moved = 0
+    rows = np.arange(len(r))
+    for C in codebooks:
+        for _ in range(rounds):
+            Cd = C.double().numpy()
+            d = ((r[:, None, :] - Cd[None]) ** 2).sum(-1)
+            order = np.argsort(d, axis=1, kind="stable")
+            b, s = order[:, 0], order[:, 1]
+            gap = d[rows, s] - d[rows, b]
+            scale = (r ** 2).sum(-1) + (Cd ** 2).sum(-1).max()
+            bad = np.nonzero(gap / scale < tau)[0]
+            if len(bad) == 0:
+                break
+            for f in bad:
+                j = s[f]
+                C[j] += torch.from_numpy(0.05 * (Cd[j] - r[f])).to(C.dtype)
+                moved += 1
+        Cd = C.double().numpy()
+        r = r - Cd[((r[:, None, :] - Cd[None]) ** 2).sum(-1).argmin(1)]
+    return moved
+
+
 class Enc(torch.nn.Module):
     def __init__(self, f): super().__init__(); self.f = f
     def forward(self, x): return self.f(x)
@@ -121,6 +168,15 @@ def encodec(seed, pcm):
             layer.codebook.embed.copy_(e); layer.codebook.embed_avg.copy_(e); layer.codebook.inited.fill_(1)
             d = torch.cdist(r, e); r = r - e[d.argmin(1)]
     res = {"seed": seed}
+    try:
+        with torch.no_grad():
+            lat = np.concatenate([m.encoder(torch.from_numpy(q.astype(np.float32) / 32768)[None, None])[0].T.double().numpy()
+                                  for q in pcm])
+            res["codewords_moved"] = widen_margins(lat, [layer.codebook.embed for layer in m.quantizer.layers])
+            for layer in m.quantizer.layers:
+                layer.codebook.embed_avg.copy_(layer.codebook.embed)
+    except Exception:
+        res["widen_margins_error"] = traceback.format_exc()[-1500:]
     codes, audio, rc = [], [], []
     with torch.no_grad():
         for q in pcm:
@@ -204,7 +260,7 @@ def mimi_decode(m):
     return f
 
 
-def family(name, build, enc_fn, dec_fn, pcm, report):
+def family(name, build, enc_fn, dec_fn, qdec_fn, pcm, report):
     best = None
     for s in SEEDS:
         try:
@@ -227,6 +283,11 @@ def family(name, build, enc_fn, dec_fn, pcm, report):
         write_wav(os.path.join(g, "clip%d.wav" % i), q)
         np.save(os.path.join(g, "clip%d_codes.npy" % i), codes[i])
         np.save(os.path.join(g, "clip%d_audio.npy" % i), audio[i])
+        with torch.no_grad():
+            x = torch.from_numpy(q.astype(np.float32) / 32768)[None, None]
+            np.save(os.path.join(g, "clip%d_latents.npy" % i), enc_fn(m)(x)[0].numpy().astype(np.float32))
+            qd = qdec_fn(m)(torch.from_numpy(codes[i].astype(np.int64))[None])
+            np.save(os.path.join(g, "clip%d_qlatents.npy" % i), qd[0].numpy().astype(np.float32))
     with torch.no_grad():
         x = torch.from_numpy(pcm[0].astype(np.float32) / 32768)[None, None]
         c2 = torch.from_numpy(codes[0][:2].astype(np.int64))
@@ -238,18 +299,78 @@ def family(name, build, enc_fn, dec_fn, pcm, report):
         np.save(os.path.join(g, "clip0_audio_q2.npy"), a2[0, 0].numpy().astype(np.float32))
         D = enc_fn(m)(x).shape[1]
         xs = [(q.astype(np.float32) / 32768)[None, None] for q in pcm]
-        try:
-            export(Enc(enc_fn(m)), torch.from_numpy(xs[1]), os.path.join(d, "encoder.onnx"), "pcm", "latents",
-                   {0: "B", 2: "N"}, {0: "B", 2: "T"}, enc_fn(m), xs, report, name + "_encoder")
-        except Exception:
-            report[name + "_encoder_error"] = traceback.format_exc()[-1500:]
+        long = (0.1 * np.random.default_rng(7).standard_normal(CHECK_LEN)).astype(np.float32)[None, None]
+        xs.append(long)
         zs = [enc_fn(m)(torch.from_numpy(x)).numpy() for x in xs]
-        try:
-            export(Enc(dec_fn(m)), torch.from_numpy(zs[1]), os.path.join(d, "decoder.onnx"), "latents", "pcm",
-                   {0: "B", 2: "T"}, {0: "B", 2: "N"}, dec_fn(m), zs, report, name + "_decoder")
-        except Exception:
-            report[name + "_decoder_error"] = traceback.format_exc()[-1500:]
+        with export_patches(name, report):
+            try:
+                export(Enc(enc_fn(m)), torch.from_numpy(long), os.path.join(d, "encoder.onnx"), "pcm", "latents",
+                       {0: "B", 2: "N"}, {0: "B", 2: "T"}, enc_fn(m), xs, report, name + "_encoder")
+            except Exception:
+                report[name + "_encoder_error"] = traceback.format_exc()[-1500:]
+            try:
+                export(Enc(dec_fn(m)), torch.from_numpy(zs[-1]), os.path.join(d, "decoder.onnx"), "latents", "pcm",
+                       {0: "B", 2: "T"}, {0: "B", 2: "N"}, dec_fn(m), zs, report, name + "_decoder")
+            except Exception:
+                report[name + "_decoder_error"] = traceback.format_exc()[-1500:]
         report[name + "_latent_dim"] = int(D)
+
+
+class export_patches:
+    """Replaces, for Mimi and for the duration of the export only, the two transformers code paths
+    that the exporters cannot handle (see the module doc); EnCodec exports as it is."""
+
+    def __init__(self, name, report):
+        self.name, self.report, self.undo = name, report, []
+
+    def __enter__(self):
+        global PATCHES
+        PATCHES = self
+        if self.name != "mimi":
+            return self
+        import transformers.masking_utils as mu
+        from transformers.models.mimi import modeling_mimi as mm
+        if hasattr(mu, "find_packed_sequence_indices"):
+            old = mu.find_packed_sequence_indices
+            mu.find_packed_sequence_indices = lambda *a, **k: None
+            self.undo.append(lambda: setattr(mu, "find_packed_sequence_indices", old))
+            self.report["mimi_patch_packed_sequences"] = True
+        old_forward = mm.MimiConv1d.forward
+
+        def forward(conv, hidden_states, padding_cache=None):
+            # transformers' MimiConv1d.forward without its streaming cache, its pads computed in
+            # integers of the input length (transformers keeps kernel_size, stride and
+            # padding_total as 0-dim tensor buffers, which torch.export lifts to inputs, so every
+            # pad becomes data-dependent)
+            k = (conv.conv.kernel_size[0] - 1) * conv.conv.dilation[0] + 1
+            s = conv.conv.stride[0]
+            total = k - s
+            length = hidden_states.shape[-1]
+            n_frames = -(-(length - k + total) // s)  # ceil((length - k + total) / s)
+            extra = n_frames * s + k - total - length
+            if conv.causal:
+                pads = (total, extra)
+            else:
+                right = total // 2
+                pads = (total - right, right + extra)
+            return conv.conv(conv._pad1d(hidden_states, pads, mode=conv.pad_mode))
+
+        self.forward, self.old_forward, self.mm = forward, old_forward, mm
+        self.undo.append(lambda: setattr(mm.MimiConv1d, "forward", old_forward))
+        return self
+
+    def dynamo(self, on):
+        """Integer pads for the dynamo exporter; TorchScript traces transformers' own forward."""
+        if self.name == "mimi":
+            self.mm.MimiConv1d.forward = self.forward if on else self.old_forward
+
+    def __exit__(self, *exc):
+        global PATCHES
+        PATCHES = None
+        for f in reversed(self.undo):
+            f()
+        return False
+
 
 
 def main():
@@ -257,8 +378,9 @@ def main():
     pcm = clips()
     report = {"torch": torch.__version__}
     import transformers; report["transformers"] = transformers.__version__
-    family("encodec", encodec, lambda m: m.encoder, lambda m: m.decoder, pcm, report)
-    family("mimi", mimi, mimi_encode, mimi_decode, pcm, report)
+    family("encodec", encodec, lambda m: m.encoder, lambda m: m.decoder,
+           lambda m: (lambda c: m.quantizer.decode(c.transpose(0, 1))), pcm, report)
+    family("mimi", mimi, mimi_encode, mimi_decode, lambda m: m.quantizer.decode, pcm, report)
     with open(os.path.join(OUT, "margin.json"), "w") as f:
         json.dump(report, f, indent=1, default=str)
     print(json.dumps({k: v for k, v in report.items() if "error" not in k}, indent=1, default=str))

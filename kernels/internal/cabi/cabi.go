@@ -70,4 +70,5 @@ var structs = []struct {
 	{"RvqPadRowsParams", reflect.TypeOf(C.RvqPadRowsParams{}), C.sizeof_RvqPadRowsParams},
 	{"RvqCheckParams", reflect.TypeOf(C.RvqCheckParams{}), C.sizeof_RvqCheckParams},
 	{"RvqDecodeParams", reflect.TypeOf(C.RvqDecodeParams{}), C.sizeof_RvqDecodeParams},
+	{"RvqEncodeF32Params", reflect.TypeOf(C.RvqEncodeF32Params{}), C.sizeof_RvqEncodeF32Params},
 }

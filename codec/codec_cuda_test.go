@@ -1,0 +1,95 @@
+//go:build cuda
+
+package codec
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/edgespeech/edge/runtime/cuda/cudatest"
+)
+
+// TestCUDAGolden checks the CUDA quantizer on the golden clips: the latents
+// (the golden file where there is one, else encoder.onnx's on the CPU)
+// quantised on the GPU give transformers' codes exactly, at every stage
+// count the goldens hold.
+func TestCUDAGolden(t *testing.T) {
+	be := cudatest.Backend(t)
+	for _, fam := range []struct{ dir, golden string }{{encodecDir, encodecGolden}, {mimiDir, mimiGolden}} {
+		t.Run(filepath.Base(fam.dir), func(t *testing.T) {
+			var c *Codec
+			var err error
+			if _, serr := os.Stat(filepath.Join(fam.dir, EncoderFile)); serr == nil {
+				c, err = Open(fam.dir, Options{Threads: 1})
+			} else {
+				c, err = readQuantizer(fam.dir)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			// the quantizer on the GPU, as Options{Backend: be} sets it
+			cq, release, err := deviceQuantizer(be)
+			if err != nil || cq == nil {
+				t.Fatalf("deviceQuantizer(cuda) = %v, %v", cq != nil, err)
+			}
+			defer release()
+			ctx := context.Background()
+			for _, tc := range []struct {
+				clip, suffix string
+				q            int
+			}{{"clip0", "", c.NumStages()}, {"clip1", "", c.NumStages()}, {"clip2", "", c.NumStages()}, {"clip0", "_q2", 2}} {
+				x, frames := goldenLatents(t, c, fam.golden, tc.clip)
+				if x == nil {
+					t.Skipf("%s: no latents golden and no %s", fam.dir, EncoderFile)
+				}
+				got, err := c.quantize(ctx, x, frames, tc.q, cq)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cpu, err := c.quantize(ctx, x, frames, tc.q, cpuEncode)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wshape, wdata := readNpy(t, filepath.Join(fam.golden, tc.clip+"_codes"+tc.suffix+".npy"))
+				if wshape[0] != tc.q || wshape[1] != frames {
+					t.Fatalf("%s%s: golden codes %v, latents of %d frames", tc.clip, tc.suffix, wshape, frames)
+				}
+				want := wdata.([]int32)
+				g := transposeI32(got, frames, tc.q)
+				for i := range want {
+					if g[i] != want[i] || got[i] != cpu[i] {
+						t.Fatalf("%s%s: code [%d, %d]: CUDA %d, CPU %d, transformers %d", tc.clip, tc.suffix, i/frames, i%frames, g[i], transposeI32(cpu, frames, tc.q)[i], want[i])
+					}
+				}
+				t.Logf("%s%s: %d frames x %d codebooks: CUDA = CPU = transformers", tc.clip, tc.suffix, frames, tc.q)
+			}
+		})
+	}
+}
+
+// goldenLatents returns clip's latents row-major [T, D] and T: the golden
+// file, else encoder.onnx run on the clip (nil when neither exists).
+func goldenLatents(t *testing.T, c *Codec, golden, clip string) ([]float32, int) {
+	t.Helper()
+	if path := filepath.Join(golden, clip+"_latents.npy"); fileExists(path) {
+		shape, data := readNpy(t, path)
+		return transpose(data.([]float32), shape[0], shape[1]), shape[1]
+	}
+	if c.enc == nil {
+		return nil, 0
+	}
+	pcm := loadClip(t, c, filepath.Join(golden, clip+".wav"))
+	lat, shape, err := run(c.enc, pcm, []int64{1, 1, int64(len(pcm))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return transpose(lat, c.dim, int(shape[2])), int(shape[2])
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
