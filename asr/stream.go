@@ -9,6 +9,8 @@ import (
 
 	"github.com/edgespeech/edge/asr/transcript"
 	"github.com/edgespeech/edge/plugins/dpx"
+	"github.com/edgespeech/edge/plugins/fbank"
+	"github.com/edgespeech/edge/runtime"
 )
 
 // StreamOptions configures a Stream. Zero fields take the defaults; every
@@ -36,6 +38,70 @@ type StreamOptions struct {
 	// (default 300 ms): models trained on tightly cut speech decode worse
 	// with long silences around it.
 	FinalPad time.Duration
+	// Encoder, when set, is a stateful streaming encoder that replaces
+	// buffered inference for the partials and the endpoint rules (Left and
+	// LookAhead then do not apply: its StreamGeometry says what a step
+	// reads); finals stay the offline recognition of each utterance.
+	Encoder StreamingEncoder
+}
+
+// StreamingEncoder is a stateful streaming encoder: each step reads a
+// fixed chunk of feature frames (plus its look-ahead) and cache tensors,
+// and returns the chunk's emissions and the next caches, as NeMo's
+// cache-aware FastConformer exports (inputs audio_signal [1, n_mels,
+// chunk], length, cache_last_channel [1, layers, cache, d_model],
+// cache_last_time [1, layers, d_model, conv context], cache_last_channel_len
+// [1]; outputs the log-probs and cache_*_next) and sherpa-onnx's streaming
+// zipformer CTC exports (x [1, chunk + pad, n_mels] and a list of per-layer
+// caches, cached_len_*, cached_avg_*, cached_key_*, ...) do.
+//
+// No family is implemented here: none could be checked against its
+// framework on this project's machines. A family would be an
+// implementation of this interface around an ONNX Runtime session whose
+// manifest names its cache pairs, e.g.
+//
+//	encoder:
+//	  streaming:
+//	    chunk_frames: 16        # feature frames a step consumes
+//	    look_ahead_frames: 8    # feature frames after them a step reads
+//	    caches:                 # input <- output of the previous step, initial shape (zeros)
+//	      - {in: cache_last_channel, out: cache_last_channel_next, shape: [1, 17, 70, 512]}
+//	      - {in: cache_last_time, out: cache_last_time_next, shape: [1, 17, 512, 8]}
+//	      - {in: cache_last_channel_len, out: cache_last_channel_len_next, shape: [1], dtype: i64}
+//
+// The Stream's side of the contract:
+//   - features come from the model's frontend computed once per sample
+//     (fbank.Incremental): EncodeChunk gets ChunkFrames + LookAheadFrames
+//     frames, time-major [frames, n_mels] (the encoder transposes to its
+//     input layout), starting ChunkFrames after the previous call's; for
+//     normalize none or global they are the offline features, for
+//     per_feature or per_utterance frontends the log-mel values before
+//     normalisation, which the encoder normalises (fbank's NormalizeWindow)
+//     over whatever window it keeps;
+//   - the caches of the first step are InitialCache's; each later step gets
+//     exactly the caches the previous step returned, untouched, for the
+//     whole stream (utterance endpoints do not reset them, as in NeMo's
+//     cache-aware streaming). EncodeChunk owns the caches it is given once
+//     it succeeds (it releases or reuses them); when it fails it leaves
+//     them intact, so the step is retried by the next Write (a cancelled
+//     context); the stream releases the last caches at Close;
+//   - EncodeChunk returns OutFrames frames of log-probs [OutFrames, V],
+//     the chunk's emissions, with OutFrames·frame_stride = ChunkFrames·hop;
+//   - at Close the last partial chunk is padded with zero frames to a
+//     whole step and only the emission frames of real audio are kept.
+//
+// A StreamingEncoder is used by one stream at a time.
+type StreamingEncoder interface {
+	StreamGeometry() StreamGeometry
+	InitialCache() (runtime.Tensors, error)
+	EncodeChunk(ctx context.Context, features []float32, cache runtime.Tensors) (logProbs []float32, next runtime.Tensors, err error)
+}
+
+// StreamGeometry is what one StreamingEncoder step reads and returns.
+type StreamGeometry struct {
+	ChunkFrames     int // feature frames a step consumes
+	LookAheadFrames int // feature frames after them a step reads (consumed by later steps)
+	OutFrames       int // emission frames a step returns
 }
 
 func (o StreamOptions) withDefaults() StreamOptions {
@@ -97,6 +163,15 @@ type Stream struct {
 	n        int       // utterances ended so far
 	lastText string    // the last partial's text, so unchanged partials are not repeated
 	closed   bool
+
+	// With a StreamingEncoder: its geometry, the incremental frontend, the
+	// feature frames from frame fdone on (time-major) and the caches.
+	enc   StreamingEncoder
+	geo   StreamGeometry
+	fb    *fbank.Incremental
+	feats []float32
+	fdone int
+	cache runtime.Tensors
 }
 
 // NewStream starts a stream of mono audio at the model's sample rate.
@@ -126,7 +201,48 @@ func (r *Recognizer) NewStream(opt StreamOptions) (*Stream, error) {
 	if opt.TrailingSilence <= 0 || opt.SilenceOnly <= 0 || opt.MaxUtterance < opt.Chunk || opt.FinalPad < 0 {
 		return nil, fmt.Errorf("stream endpoint rules %v / %v / max %v: want positive silences and a maximum of at least one chunk", opt.TrailingSilence, opt.SilenceOnly, opt.MaxUtterance)
 	}
+	if opt.Encoder != nil {
+		if err := s.startEncoder(); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// startEncoder sets up a stream for its StreamingEncoder: the model's
+// frontend as an incremental one and the initial caches.
+func (s *Stream) startEncoder() error {
+	r := s.r
+	if r.manifest.RawWaveform() {
+		return fmt.Errorf("stream: a StreamingEncoder reads features; model %s takes raw audio", r.manifest.Name)
+	}
+	spec, err := runtime.Lookup("fbank")
+	if err != nil {
+		return err
+	}
+	p, err := runtime.ResolveParams("fbank", spec.Params, r.manifest.Frontend)
+	if err != nil {
+		return fmt.Errorf("stream: model %s frontend: %w", r.manifest.Name, err)
+	}
+	cfg, err := fbank.ConfigFromParams(p)
+	if err != nil {
+		return fmt.Errorf("stream: model %s frontend: %w", r.manifest.Name, err)
+	}
+	if s.fb, err = fbank.NewIncremental(cfg); err != nil {
+		return fmt.Errorf("stream: model %s frontend: %w", r.manifest.Name, err)
+	}
+	s.enc, s.geo = s.opt.Encoder, s.opt.Encoder.StreamGeometry()
+	g := s.geo
+	if g.ChunkFrames < 1 || g.LookAheadFrames < 0 || g.OutFrames < 1 || g.OutFrames*r.stride != g.ChunkFrames*cfg.HopLength {
+		return fmt.Errorf("stream: streaming encoder geometry %+v: want a chunk of at least one frame whose %d feature frames of %d samples make its %d output frames of %d samples",
+			g, g.ChunkFrames, cfg.HopLength, g.OutFrames, r.stride)
+	}
+	s.chunk = g.ChunkFrames * cfg.HopLength
+	s.left, s.ahead = 0, 0
+	if s.cache, err = s.enc.InitialCache(); err != nil {
+		return fmt.Errorf("stream: streaming encoder: %w", err)
+	}
+	return nil
 }
 
 // ErrStreamClosed is returned by Write and Close after Close.
@@ -144,6 +260,9 @@ func (s *Stream) Write(ctx context.Context, pcm []float32) ([]StreamResult, erro
 		}
 	}
 	s.audio = append(s.audio, pcm...)
+	if s.enc != nil {
+		return s.writeFeatures(ctx, pcm)
+	}
 	var out []StreamResult
 	for s.base+len(s.audio) >= s.done+s.chunk+s.ahead {
 		res, err := s.step(ctx, s.done+s.chunk, s.done+s.chunk+s.ahead)
@@ -162,6 +281,9 @@ func (s *Stream) Close(ctx context.Context) ([]StreamResult, error) {
 		return nil, ErrStreamClosed
 	}
 	s.closed = true
+	if s.enc != nil {
+		return s.closeFeatures(ctx)
+	}
 	end := s.base + len(s.audio)
 	var out []StreamResult
 	if end > s.done {
@@ -310,3 +432,93 @@ func (s *Stream) result(final bool, tr *transcript.Transcript) StreamResult {
 	}
 	return StreamResult{Final: final, Utterance: s.n, Start: off, End: s.r.seconds(s.done), Transcript: tr}
 }
+
+// writeFeatures is Write with a StreamingEncoder: pcm's features, then a
+// step for every chunk whose look-ahead is in.
+func (s *Stream) writeFeatures(ctx context.Context, pcm []float32) ([]StreamResult, error) {
+	var err error
+	if s.feats, err = s.fb.Write(ctx, pcm, s.feats); err != nil {
+		return nil, fmt.Errorf("asr: stream: %w", err)
+	}
+	nm := s.fb.Config().NumMels
+	var out []StreamResult
+	for len(s.feats)/nm >= s.geo.ChunkFrames+s.geo.LookAheadFrames {
+		res, err := s.encoderStep(ctx, s.geo.OutFrames)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, res...)
+	}
+	return out, nil
+}
+
+// encoderStep runs one StreamingEncoder step over the first chunk and
+// look-ahead of s.feats, keeps `keep` of its output frames and applies the
+// endpoint rules.
+func (s *Stream) encoderStep(ctx context.Context, keep int) ([]StreamResult, error) {
+	r, V := s.r, s.r.manifest.Vocab.Len()
+	nm := s.fb.Config().NumMels
+	g := s.geo
+	window := s.feats[:(g.ChunkFrames+g.LookAheadFrames)*nm]
+	lp, next, err := s.enc.EncodeChunk(ctx, window, s.cache)
+	if err != nil {
+		return nil, fmt.Errorf("asr: stream features %d-%d: streaming encoder: %w", s.fdone, s.fdone+g.ChunkFrames+g.LookAheadFrames, err)
+	}
+	s.cache = next
+	if len(lp) != g.OutFrames*V {
+		return nil, fmt.Errorf("asr: stream: the streaming encoder returned %d log-probs, want %d frames of %d classes", len(lp), g.OutFrames, V)
+	}
+	s.lp = append(s.lp, lp[:keep*V]...)
+	s.feats = append(s.feats[:0], s.feats[g.ChunkFrames*nm:]...)
+	s.fdone += g.ChunkFrames
+	s.done = min(s.done+keep*r.stride, s.base+len(s.audio))
+	s.trim()
+	return s.endpoint(ctx)
+}
+
+// closeFeatures is Close with a StreamingEncoder: the frontend's last
+// frames, the remaining chunks (the last one padded with zero frames), the
+// last utterance's final, and the caches released.
+func (s *Stream) closeFeatures(ctx context.Context) ([]StreamResult, error) {
+	defer func() {
+		_ = s.cache.Release()
+		s.cache, s.audio, s.lp, s.feats = nil, nil, nil, nil
+	}()
+	var out []StreamResult
+	nm := s.fb.Config().NumMels
+	g := s.geo
+	if s.fb.Samples() > 0 {
+		feats, valid, err := s.fb.Flush(ctx, s.feats)
+		if err == nil {
+			// Only the valid frames are audio; the rest are the frontend's zero rows.
+			s.feats = feats[:max(0, valid-s.fdone)*nm]
+		}
+	}
+	for len(s.feats) > 0 {
+		frames := len(s.feats) / nm
+		keep := g.OutFrames
+		if frames < g.ChunkFrames+g.LookAheadFrames {
+			if frames < g.ChunkFrames {
+				keep = ceilDiv(frames*g.OutFrames, g.ChunkFrames)
+			}
+			s.feats = append(s.feats, make([]float32, (g.ChunkFrames+g.LookAheadFrames-frames)*nm)...)
+		}
+		res, err := s.encoderStep(ctx, keep)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, res...)
+		if frames <= g.ChunkFrames {
+			break
+		}
+		s.feats = s.feats[:(frames-g.ChunkFrames)*nm]
+	}
+	if res, ok, err := s.final(ctx); err != nil {
+		return out, err
+	} else if ok {
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
