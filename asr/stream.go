@@ -11,6 +11,7 @@ import (
 	"github.com/edgespeech/edge/plugins/dpx"
 	"github.com/edgespeech/edge/plugins/fbank"
 	"github.com/edgespeech/edge/runtime"
+	"github.com/edgespeech/edge/runtime/model"
 )
 
 // StreamOptions configures a Stream. Zero fields take the defaults; every
@@ -164,14 +165,17 @@ type Stream struct {
 	lastText string    // the last partial's text, so unchanged partials are not repeated
 	closed   bool
 
-	// With a StreamingEncoder: its geometry, the incremental frontend, the
-	// feature frames from frame fdone on (time-major) and the caches.
-	enc   StreamingEncoder
-	geo   StreamGeometry
-	fb    *fbank.Incremental
-	feats []float32
-	fdone int
-	cache runtime.Tensors
+	// fb, when set, computes the features once per sample: feats holds
+	// them (time-major) from stream frame fdone on, and flushed says Close
+	// has taken the last ones. With a StreamingEncoder: its geometry and
+	// caches.
+	fb      *fbank.Incremental
+	feats   []float32
+	fdone   int
+	flushed bool
+	enc     StreamingEncoder
+	geo     StreamGeometry
+	cache   runtime.Tensors
 }
 
 // NewStream starts a stream of mono audio at the model's sample rate.
@@ -205,8 +209,48 @@ func (r *Recognizer) NewStream(opt StreamOptions) (*Stream, error) {
 		if err := s.startEncoder(); err != nil {
 			return nil, err
 		}
+		return s, nil
+	}
+	// Buffered inference reads its windows' features from the stream's
+	// incremental frontend where the window is encoded as a whole: on the
+	// CPU backend, without a speech finder (which gates each window's audio)
+	// and with encoder frames of whole feature frames.
+	if !r.manifest.RawWaveform() && r.speech == nil && r.backend.Name() == runtime.CPU.Name() && !streamAudioWindows {
+		fb, err := r.incremental()
+		if err != nil {
+			return nil, err
+		}
+		if r.stride%fb.Config().HopLength == 0 {
+			s.fb = fb
+		}
 	}
 	return s, nil
+}
+
+// streamAudioWindows makes buffered inference compute each window's
+// features from its audio, as with a speech finder (benchmarks compare the
+// two paths).
+var streamAudioWindows = false
+
+// incremental is an incremental frontend of the model's fbank configuration.
+func (r *Recognizer) incremental() (*fbank.Incremental, error) {
+	spec, err := runtime.Lookup("fbank")
+	if err != nil {
+		return nil, err
+	}
+	p, err := runtime.ResolveParams("fbank", spec.Params, r.manifest.Frontend)
+	if err != nil {
+		return nil, fmt.Errorf("stream: model %s frontend: %w", r.manifest.Name, err)
+	}
+	cfg, err := fbank.ConfigFromParams(p)
+	if err != nil {
+		return nil, fmt.Errorf("stream: model %s frontend: %w", r.manifest.Name, err)
+	}
+	fb, err := fbank.NewIncremental(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("stream: model %s frontend: %w", r.manifest.Name, err)
+	}
+	return fb, nil
 }
 
 // startEncoder sets up a stream for its StreamingEncoder: the model's
@@ -216,21 +260,11 @@ func (s *Stream) startEncoder() error {
 	if r.manifest.RawWaveform() {
 		return fmt.Errorf("stream: a StreamingEncoder reads features; model %s takes raw audio", r.manifest.Name)
 	}
-	spec, err := runtime.Lookup("fbank")
-	if err != nil {
+	var err error
+	if s.fb, err = r.incremental(); err != nil {
 		return err
 	}
-	p, err := runtime.ResolveParams("fbank", spec.Params, r.manifest.Frontend)
-	if err != nil {
-		return fmt.Errorf("stream: model %s frontend: %w", r.manifest.Name, err)
-	}
-	cfg, err := fbank.ConfigFromParams(p)
-	if err != nil {
-		return fmt.Errorf("stream: model %s frontend: %w", r.manifest.Name, err)
-	}
-	if s.fb, err = fbank.NewIncremental(cfg); err != nil {
-		return fmt.Errorf("stream: model %s frontend: %w", r.manifest.Name, err)
-	}
+	cfg := s.fb.Config()
 	s.enc, s.geo = s.opt.Encoder, s.opt.Encoder.StreamGeometry()
 	g := s.geo
 	if g.ChunkFrames < 1 || g.LookAheadFrames < 0 || g.OutFrames < 1 || g.OutFrames*r.stride != g.ChunkFrames*cfg.HopLength {
@@ -263,6 +297,12 @@ func (s *Stream) Write(ctx context.Context, pcm []float32) ([]StreamResult, erro
 	if s.enc != nil {
 		return s.writeFeatures(ctx, pcm)
 	}
+	if s.fb != nil {
+		var err error
+		if s.feats, err = s.fb.Write(ctx, pcm, s.feats); err != nil {
+			return nil, fmt.Errorf("asr: stream: %w", err)
+		}
+	}
 	var out []StreamResult
 	for s.base+len(s.audio) >= s.done+s.chunk+s.ahead {
 		res, err := s.step(ctx, s.done+s.chunk, s.done+s.chunk+s.ahead)
@@ -285,6 +325,13 @@ func (s *Stream) Close(ctx context.Context) ([]StreamResult, error) {
 		return s.closeFeatures(ctx)
 	}
 	end := s.base + len(s.audio)
+	if s.fb != nil && s.fb.Samples() > 0 {
+		// The end padding's frames; a stream too short for one frame keeps
+		// the audio path (its windows are padded with silence).
+		if feats, valid, err := s.fb.Flush(ctx, s.feats); err == nil {
+			s.feats, s.flushed = feats[:max(0, valid-s.fdone)*s.fb.Config().NumMels], true
+		}
+	}
 	var out []StreamResult
 	if end > s.done {
 		keep := s.done + (end-s.done)/s.r.stride*s.r.stride
@@ -314,25 +361,100 @@ func (s *Stream) step(ctx context.Context, keep, end int) ([]StreamResult, error
 	if end-start < 4*r.stride { // a very short stream: pad its window with silence
 		start = max(s.base, end-4*r.stride)
 	}
-	window := s.audio[start-s.base : end-s.base]
-	if len(window) < 4*r.stride {
-		window = append(make([]float32, 0, 4*r.stride), window...)
-		window = window[:4*r.stride]
+	var lp []float32
+	var T int
+	var err error
+	if s.fb != nil && end-start >= 4*r.stride && (s.flushed || s.fb.Frames() > 0) {
+		lp, T, err = s.featureEmissions(ctx, start, end)
+	} else {
+		window := s.audio[start-s.base : end-s.base]
+		if len(window) < 4*r.stride {
+			window = append(make([]float32, 0, 4*r.stride), window...)
+			window = window[:4*r.stride]
+		}
+		c := r.begin(ctx, window)
+		lp, T, err = r.hostEmissions(ctx, c, window)
+		r.end(c)
 	}
-	c := r.begin(ctx, window)
-	lp, T, err := r.hostEmissions(ctx, c, window)
-	r.end(c)
 	if err != nil {
 		return nil, fmt.Errorf("asr: stream audio %v-%v: %w", r.seconds(start), r.seconds(end), err)
 	}
 	lo, hi := (s.done-start)/r.stride, (keep-start)/r.stride
 	if hi > T {
-		return nil, fmt.Errorf("asr: stream: the encoder gave %d frames for %v of audio; the kept chunk needs %d (the model's frame_stride does not match its output)", T, r.seconds(len(window)), hi)
+		return nil, fmt.Errorf("asr: stream: the encoder gave %d frames for %v of audio; the kept chunk needs %d (the model's frame_stride does not match its output)", T, r.seconds(end-start), hi)
 	}
 	s.lp = append(s.lp, lp[lo*V:hi*V]...)
 	s.done = keep
 	s.trim()
+	if s.fb != nil {
+		// The next window starts at done - left.
+		hop, nm := s.fb.Config().HopLength, s.fb.Config().NumMels
+		if drop := min((s.done-s.left)/hop-s.fdone, len(s.feats)/nm); drop > 0 {
+			s.feats = append(s.feats[:0], s.feats[drop*nm:]...)
+			s.fdone += drop
+		}
+	}
 	return s.endpoint(ctx)
+}
+
+// featureEmissions encodes the features of samples [start, end) (start a
+// multiple of the hop): the frames the incremental frontend has given by
+// the time end samples were written (all of them once flushed; without the
+// last few, whose windows reach past end, before), normalised over the
+// window when the frontend normalises per utterance, through the encoder of
+// a free pipeline. It returns the log-probs [T', V] and T'.
+func (s *Stream) featureEmissions(ctx context.Context, start, end int) ([]float32, int, error) {
+	r := s.r
+	cfg := s.fb.Config()
+	hop, nm := cfg.HopLength, cfg.NumMels
+	fs, fe := start/hop, end/hop
+	if !s.flushed {
+		fe = min(fe, s.fb.ReadyFrames(end))
+	}
+	fe = min(fe, s.fdone+len(s.feats)/nm)
+	if fs < s.fdone || fe-fs < 2 {
+		return nil, 0, fmt.Errorf("features %d-%d are not held (frames %d-%d are)", fs, fe, s.fdone, s.fdone+len(s.feats)/nm)
+	}
+	T := fe - fs
+	window := append([]float32(nil), s.feats[(fs-s.fdone)*nm:(fe-s.fdone)*nm]...)
+	if err := s.fb.NormalizeWindow(window); err != nil {
+		return nil, 0, err
+	}
+	shape := runtime.Shape{1, T, nm}
+	if cfg.Layout == fbank.MelTime {
+		shape = runtime.Shape{1, nm, T}
+		x := make([]float32, len(window))
+		for t := 0; t < T; t++ {
+			for m := 0; m < nm; m++ {
+				x[m*T+t] = window[t*nm+m]
+			}
+		}
+		window = x
+	}
+	var p *runtime.Pipeline
+	select {
+	case p = <-r.free:
+	case <-ctx.Done():
+		return nil, 0, ctx.Err()
+	}
+	defer func() { r.free <- p }()
+	out, err := p.Step("encoder").Run(ctx, runtime.Tensors{
+		model.InputFeatures: runtime.Must(runtime.FromSlice(runtime.F32, shape, window)),
+		model.InputLengths:  runtime.Must(runtime.FromSlice(runtime.I64, runtime.Shape{1}, []int64{int64(T)})),
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	V := r.manifest.Vocab.Len()
+	lp := out[model.OutputLogProbs]
+	if lp.Rank() != 3 || lp.Shape()[2] != V {
+		return nil, 0, fmt.Errorf("the encoder's log-probs have shape %v, want [1, T', %d]", lp.Shape(), V)
+	}
+	frames := lp.Shape()[1]
+	if l := out[model.OutputLengths]; l != nil {
+		frames = int(l.I64()[0])
+	}
+	return lp.F32()[:frames*V], frames, nil
 }
 
 // trim drops the audio that neither the next window nor the current

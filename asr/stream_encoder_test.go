@@ -204,3 +204,31 @@ func TestStreamCancelMidUtterance(t *testing.T) {
 	}
 	assert.LessOrEqual(t, runtime.NumGoroutine(), before, "goroutines left behind by streams")
 }
+
+// TestStreamFeaturePath: on the CPU without a speech finder, buffered
+// inference reads its windows' features from the stream's incremental
+// frontend; its finals equal those of the path that recomputes each
+// window's features from its audio.
+func TestStreamFeaturePath(t *testing.T) {
+	r, err := Open(defaultModel, Options{})
+	require.NoError(t, err)
+	defer r.Close()
+	s, err := r.NewStream(StreamOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, s.fb, "the default model streams from incremental features")
+	pcm, texts, _ := utterances(t)
+	feats := finals(streamAll(t, r, StreamOptions{}, pcm, 1600))
+	streamAudioWindows = true
+	audio := finals(streamAll(t, r, StreamOptions{}, pcm, 1600))
+	streamAudioWindows = false
+	require.Len(t, feats, len(texts))
+	require.Len(t, audio, len(texts))
+	for i := range texts {
+		assert.Equal(t, texts[i], feats[i].Text)
+		assert.Equal(t, audio[i].Text, feats[i].Text)
+		require.Len(t, feats[i].Words, len(audio[i].Words))
+		for k, w := range audio[i].Words {
+			assert.InDelta(t, w.Start.Seconds(), feats[i].Words[k].Start.Seconds(), 0.021, "utterance %d word %d", i, k)
+		}
+	}
+}

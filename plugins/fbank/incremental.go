@@ -66,7 +66,6 @@ type Incremental struct {
 	base   int       // stream index of buf[0]
 	n      int       // samples written
 	next   int       // the next frame to return
-	ready  int       // frames whose samples are all in (a lower bound, advanced lazily)
 	closed bool
 }
 
@@ -182,7 +181,7 @@ func (s *Incremental) Normalized() bool {
 
 // Reset starts a new stream, keeping the buffers.
 func (s *Incremental) Reset() {
-	s.buf, s.base, s.n, s.next, s.ready, s.closed = s.buf[:0], 0, 0, 0, 0, false
+	s.buf, s.base, s.n, s.next, s.closed = s.buf[:0], 0, 0, 0, false
 }
 
 // Close releases the op instance of NewIncrementalOp.
@@ -203,6 +202,26 @@ func (s *Incremental) need(t int) int {
 	return n
 }
 
+// ReadyFrames is how many frames Write has returned once n samples are
+// written (before Flush): the frames whose samples are all in, in whole
+// groups. It depends on n alone, not on how the samples were cut.
+func (s *Incremental) ReadyFrames(n int) int {
+	g, err := s.run.geometry(n)
+	if err != nil {
+		return 0
+	}
+	ready := 0
+	if m := n - s.win + s.pad - s.off; m >= 0 {
+		ready = m/s.hop + 1 // frames whose window ends by sample n
+	}
+	for t := 0; t < ready && s.start(t) < 0; t++ {
+		if s.need(t) > n { // a reflected frame reads further than its window
+			ready = t
+		}
+	}
+	return min(ready, g.computed) / s.group * s.group
+}
+
 // Write appends pcm (mono at the sample rate, finite; it is copied) and
 // appends to dst the frames it completed, time-major, returning dst.
 func (s *Incremental) Write(ctx context.Context, pcm []float32, dst []float32) ([]float32, error) {
@@ -214,19 +233,12 @@ func (s *Incremental) Write(ctx context.Context, pcm []float32, dst []float32) (
 	}
 	s.buf = append(s.buf, pcm...)
 	s.n += len(pcm)
-	for s.need(s.ready) <= s.n {
-		s.ready++
-	}
-	g, err := s.run.geometry(s.n)
-	if err != nil {
-		return dst, nil // too short for any frame yet
-	}
 	k := s.base / s.hop
 	cg, err := s.run.geometry(len(s.buf))
 	if err != nil {
-		return dst, nil
+		return dst, nil // too short for any frame yet
 	}
-	end := min(s.ready, g.computed, k+cg.computed) / s.group * s.group
+	end := min(s.ReadyFrames(s.n), k+cg.computed/s.group*s.group)
 	if end <= s.next {
 		return dst, nil
 	}

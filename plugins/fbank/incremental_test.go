@@ -285,3 +285,19 @@ func TestIncrementalHoldsBoundedAudio(t *testing.T) {
 		require.Less(t, len(s.buf), 16000+2*512+s.group*cfg.HopLength)
 	}
 }
+
+// TestReadyFrames: ReadyFrames(n) is what Write has returned after n
+// samples, however they were cut.
+func TestReadyFrames(t *testing.T) {
+	for name, cfg := range causalConfigs(t) {
+		s, err := NewIncremental(cfg)
+		require.NoError(t, err)
+		x := noisySpeech(6000, 3)
+		var out []float32
+		for i := range x {
+			out, err = s.Write(context.Background(), x[i:i+1], out)
+			require.NoError(t, err)
+			require.Equal(t, len(out)/cfg.NumMels, s.ReadyFrames(i+1), "%s after %d samples", name, i+1)
+		}
+	}
+}
