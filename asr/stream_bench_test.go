@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -137,6 +138,15 @@ func BenchmarkStreamLatency(b *testing.B) {
 	}
 }
 
+// cpuTime is the user and system CPU time this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // streamPaths are the two ways buffered inference gets a window's
 // features, benchmarked one after the other: from the stream's incremental
 // frontend (computed once per sample) and from the window's audio
@@ -166,6 +176,7 @@ func BenchmarkStreamCapacity(b *testing.B) {
 			b.Run(fmt.Sprintf("streams=%d/%s", n, path), func(b *testing.B) {
 				streamAudioWindows = path == "audio"
 				defer func() { streamAudioWindows = false }()
+				cpu0 := cpuTime()
 				for b.Loop() {
 					var wg sync.WaitGroup
 					for range n {
@@ -180,6 +191,9 @@ func BenchmarkStreamCapacity(b *testing.B) {
 					wg.Wait()
 				}
 				b.ReportMetric(float64(n)*audio*float64(b.N)/b.Elapsed().Seconds(), "audio-s/s")
+				// CPU time (this process, every thread) per second of audio: less
+				// sensitive to other jobs on the box than the wall-clock figure.
+				b.ReportMetric((cpuTime()-cpu0).Seconds()/(float64(n)*audio*float64(b.N)), "cpu-s/audio-s")
 			})
 		}
 	}
