@@ -142,7 +142,11 @@ type StreamResult struct {
 // LookAhead and keeps the chunk's emissions, so any offline CTC model
 // streams; the emissions of an utterance are stitched for its partials and
 // the endpoint rules until an endpoint, when the utterance's audio is
-// recognised as a whole for its final. Per-utterance feature normalisation
+// recognised as a whole for its final. On the CPU backend without a speech
+// finder the features are computed once per sample by an incremental
+// frontend (fbank.Incremental) and each step encodes its window's frames;
+// otherwise each step computes its window's features from its audio.
+// Per-utterance feature normalisation
 // (Parakeet's per-feature statistics) is computed over each step's window,
 // as NeMo's buffered inference does, so partials differ from the offline
 // decoding more than finals do. A stream holds at most Left + MaxUtterance
