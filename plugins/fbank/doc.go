@@ -65,7 +65,8 @@
 // any backend, the CUDA one included) takes samples in pieces and returns
 // each frame once its samples are in, carrying the window's overlap: for
 // normalize none and global its frames and lengths equal the offline op's
-// exactly, for any piece sizes; for per_feature and per_utterance it returns
+// exactly, for any piece sizes (normalize=fixed, NeMo's fixed_mean/fixed_std,
+// given as npy files, is per frame too; CPU only); for per_feature and per_utterance it returns
 // the log-mel values before normalisation, and NormalizeWindow normalises a
 // window of them by that window's statistics (NeMo's buffered inference).
 //

@@ -462,6 +462,13 @@ func (f *Frontend) normalize(item []float32, frames int, g geometry, itemMax flo
 				clampScale(item[t*ts+m0:t*ts+m1], floor)
 			}
 		}
+	case Fixed:
+		for m := m0; m < m1; m++ {
+			mean, std := c.FixedMean[m], c.FixedStd[m]
+			for i, t := m*ms, 0; t < n; i, t = i+ts, t+1 {
+				item[i] = float32((float64(item[i]) - mean) / std)
+			}
+		}
 	case PerFeature:
 		for m := m0; m < m1; m++ {
 			var sum float64

@@ -19,8 +19,8 @@ import (
 // frames that lie wholly inside them. Those are computed by exactly the
 // arithmetic the offline op applies to the whole clip, so:
 //
-//   - for normalize none and global (a fixed clamp floor: every frame is
-//     causal), the frames of a stream, written in pieces of any sizes, equal
+//   - for normalize none, global (a fixed clamp floor) and fixed (given
+//     statistics), where every frame is causal, the frames of a stream, written in pieces of any sizes, equal
 //     the offline op's frames of the whole clip bit for bit, the frames past
 //     the valid count (zero offline) included, and Flush's lengths equal the
 //     op's;
@@ -174,9 +174,10 @@ func (s *Incremental) Frames() int { return s.next }
 func (s *Incremental) Samples() int { return s.n }
 
 // Normalized reports whether the returned frames are final features (none,
-// global) or log-mel values for NormalizeWindow (per_feature, per_utterance).
+// global, fixed) or log-mel values for NormalizeWindow (per_feature,
+// per_utterance).
 func (s *Incremental) Normalized() bool {
-	return s.cfg.Normalize == None || s.cfg.Normalize == Global
+	return s.cfg.Normalize != PerFeature && s.cfg.Normalize != PerUtterance
 }
 
 // Reset starts a new stream, keeping the buffers.
@@ -316,8 +317,8 @@ func (s *Incremental) trim() {
 // returns them), taking its statistics from those frames alone: per_feature
 // subtracts each bin's mean and divides by its unbiased std + 1e-5 (at
 // least 2 frames), per_utterance clamps at the window's maximum - 8 and
-// maps x to (x + 4)/4. For none and global it does nothing (Write's frames
-// are final).
+// maps x to (x + 4)/4. For none, global and fixed it does nothing (Write's
+// frames are final).
 func (s *Incremental) NormalizeWindow(frames []float32) error {
 	nm := s.cfg.NumMels
 	if len(frames)%nm != 0 {
@@ -325,7 +326,7 @@ func (s *Incremental) NormalizeWindow(frames []float32) error {
 	}
 	n := len(frames) / nm
 	switch s.cfg.Normalize {
-	case None, Global:
+	case None, Global, Fixed:
 		return nil
 	case PerFeature:
 		if n < 2 {

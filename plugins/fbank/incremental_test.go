@@ -78,7 +78,71 @@ func causalConfigs(t *testing.T) map[string]Config {
 	c = mustPreset(t, "whisper-80")
 	c.Normalize, c.GlobalLogMelMax, c.Layout = Global, 0.5, TimeMel
 	out["whisper-80 global 0.5"] = c
+	c = mustPreset(t, "parakeet-80")
+	c.Normalize = Fixed
+	c.FixedMean, c.FixedStd = fixedStats(80)
+	out["parakeet-80 fixed"] = c
 	return out
+}
+
+// fixedStats is a deterministic per-bin mean and std for normalize=fixed.
+func fixedStats(n int) (mean, std []float64) {
+	mean, std = make([]float64, n), make([]float64, n)
+	for m := range mean {
+		mean[m], std[m] = -8+0.05*float64(m), 1.5+0.01*float64(m%7)
+	}
+	return mean, std
+}
+
+// TestFixedNormalization: normalize=fixed is none's ln(x + 2^-24) then
+// (x - mean[m]) / std[m] on the valid frames, the rest 0; its statistics
+// must be num_mels finite values (std > 0), and only apply to it.
+func TestFixedNormalization(t *testing.T) {
+	x := noisySpeech(16000+123, 8)
+	none := mustPreset(t, "parakeet-80")
+	none.Normalize = None
+	fixed := none
+	fixed.Normalize = Fixed
+	fixed.FixedMean, fixed.FixedStd = fixedStats(80)
+	fa, err := NewFrontend(none)
+	require.NoError(t, err)
+	fb, err := NewFrontend(fixed)
+	require.NoError(t, err)
+	a, err := fa.Compute(context.Background(), [][]float32{x}, 2)
+	require.NoError(t, err)
+	b, err := fb.Compute(context.Background(), [][]float32{x}, 2)
+	require.NoError(t, err)
+	require.Equal(t, a.Lengths, b.Lengths)
+	ta, tb := timeMajor(a), timeMajor(b)
+	for i, v := range ta {
+		tm, m := i/80, i%80
+		want := float32((float64(v) - fixed.FixedMean[m]) / fixed.FixedStd[m])
+		if tm >= int(a.Lengths[0]) {
+			want = 0
+		}
+		require.Equal(t, want, tb[i], "frame %d mel %d", tm, m)
+	}
+	bad := fixed
+	bad.FixedStd = append([]float64(nil), fixed.FixedStd...)
+	bad.FixedStd[5] = 0
+	_, err = NewFrontend(bad)
+	require.ErrorContains(t, err, "fixed_std[5] = 0")
+	bad.FixedStd = bad.FixedStd[:10]
+	_, err = NewFrontend(bad)
+	require.ErrorContains(t, err, "num_mels = 80")
+	bad = none
+	bad.FixedMean = fixed.FixedMean
+	_, err = NewFrontend(bad)
+	require.ErrorContains(t, err, "apply only to normalize=fixed")
+
+	// Through the op, statistics from npy files.
+	f64 := func(v []float64) *runtime.Tensor { return runtime.Must(runtime.FromSlice(runtime.F64, runtime.Shape{len(v)}, v)) }
+	inst, err := runtime.New("fbank", map[string]any{"preset": "parakeet-80", "normalize": "fixed",
+		"fixed_mean": writeNpy(t, "mean.npy", f64(fixed.FixedMean)), "fixed_std": writeNpy(t, "std.npy", f64(fixed.FixedStd))}, runtime.CPU)
+	require.NoError(t, err)
+	out, err := inst.Run(context.Background(), runtime.Tensors{"pcm": f32(runtime.Shape{len(x)}, x)})
+	require.NoError(t, err)
+	require.Equal(t, b.Data[:len(out["features"].F32())], out["features"].F32())
 }
 
 // TestIncrementalEqualsOffline: for normalize none and global, a stream cut
