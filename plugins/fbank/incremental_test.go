@@ -136,7 +136,9 @@ func TestFixedNormalization(t *testing.T) {
 	require.ErrorContains(t, err, "apply only to normalize=fixed")
 
 	// Through the op, statistics from npy files.
-	f64 := func(v []float64) *runtime.Tensor { return runtime.Must(runtime.FromSlice(runtime.F64, runtime.Shape{len(v)}, v)) }
+	f64 := func(v []float64) *runtime.Tensor {
+		return runtime.Must(runtime.FromSlice(runtime.F64, runtime.Shape{len(v)}, v))
+	}
 	inst, err := runtime.New("fbank", map[string]any{"preset": "parakeet-80", "normalize": "fixed",
 		"fixed_mean": writeNpy(t, "mean.npy", f64(fixed.FixedMean)), "fixed_std": writeNpy(t, "std.npy", f64(fixed.FixedStd))}, runtime.CPU)
 	require.NoError(t, err)
