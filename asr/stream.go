@@ -217,14 +217,11 @@ func (r *Recognizer) NewStream(opt StreamOptions) (*Stream, error) {
 	}
 	// Buffered inference reads its windows' features from the stream's
 	// incremental frontend where the window is encoded as a whole: on the
-	// CPU backend, without a speech finder (which gates each window's audio)
-	// and with encoder frames of whole feature frames.
+	// CPU backend, without a speech finder (which gates each window's audio),
+	// with encoder frames of whole feature frames and a frontend that can run
+	// incrementally (pad_to_seconds and out_frames are whole-clip rules).
 	if !r.manifest.RawWaveform() && r.speech == nil && r.backend.Name() == runtime.CPU.Name() && !streamAudioWindows {
-		fb, err := r.incremental()
-		if err != nil {
-			return nil, err
-		}
-		if r.stride%fb.Config().HopLength == 0 {
+		if fb, err := r.incremental(); err == nil && r.stride%fb.Config().HopLength == 0 {
 			s.fb = fb
 		}
 	}

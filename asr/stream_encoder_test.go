@@ -3,6 +3,7 @@ package asr
 import (
 	"context"
 	"fmt"
+	"maps"
 	"runtime"
 	"testing"
 	"time"
@@ -231,4 +232,21 @@ func TestStreamFeaturePath(t *testing.T) {
 			assert.InDelta(t, w.Start.Seconds(), feats[i].Words[k].Start.Seconds(), 0.021, "utterance %d word %d", i, k)
 		}
 	}
+}
+
+// TestStreamWholeClipFrontend: a frontend that cannot run incrementally
+// (pad_to_seconds) streams from each window's audio; a StreamingEncoder,
+// which needs incremental features, is refused with the reason.
+func TestStreamWholeClipFrontend(t *testing.T) {
+	r, err := Open(defaultModel, Options{})
+	require.NoError(t, err)
+	defer r.Close()
+	enc := newCacheEncoder(t, r, 48, 0, 100)
+	r.manifest.Frontend = maps.Clone(r.manifest.Frontend)
+	r.manifest.Frontend["pad_to_seconds"] = 30.0
+	s, err := r.NewStream(StreamOptions{})
+	require.NoError(t, err)
+	assert.Nil(t, s.fb)
+	_, err = r.NewStream(StreamOptions{Encoder: enc})
+	require.ErrorContains(t, err, "pad_to_seconds")
 }
