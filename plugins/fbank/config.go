@@ -51,6 +51,10 @@ const (
 	// Global (Voxtral realtime): like PerUtterance but the clamp floor is
 	// global_log_mel_max - 8, a constant, so every frame is causal.
 	Global Normalize = "global"
+	// Fixed (NeMo's normalize {fixed_mean, fixed_std}): ln(mel + 2⁻²⁴),
+	// then per mel bin (x - fixed_mean[m]) / fixed_std[m], statistics given
+	// by the model, so every frame is causal; frames past the valid count are 0.
+	Fixed Normalize = "fixed"
 )
 
 // Layout is the per-item output layout.
@@ -112,6 +116,9 @@ type Config struct {
 	Filterbank []float64
 	// Window, when non-nil, replaces the Hann window: [WinLength] values.
 	Window []float64
+	// FixedMean and FixedStd are Normalize == Fixed's per-bin statistics,
+	// [NumMels] each (std > 0).
+	FixedMean, FixedStd []float64
 	// OutFrames > 0 sets how many leading frames PerUtterance/Global emit (the
 	// maximum is taken over exactly those frames); 0 keeps the mode's rule.
 	OutFrames int
@@ -214,8 +221,20 @@ func (c *Config) validate() error {
 	if err := oneOf("window_type", c.WindowType, HannSymmetric, HannPeriodic); err != nil {
 		return err
 	}
-	if err := oneOf("normalize", c.Normalize, PerFeature, PerUtterance, None, Global); err != nil {
+	if err := oneOf("normalize", c.Normalize, PerFeature, PerUtterance, None, Global, Fixed); err != nil {
 		return err
+	}
+	if c.Normalize == Fixed {
+		if len(c.FixedMean) != c.NumMels || len(c.FixedStd) != c.NumMels {
+			return fmt.Errorf("normalize=fixed needs fixed_mean and fixed_std of num_mels = %d values each (have %d and %d)", c.NumMels, len(c.FixedMean), len(c.FixedStd))
+		}
+		for m := range c.FixedMean {
+			if mu, sd := c.FixedMean[m], c.FixedStd[m]; math.IsNaN(mu) || math.IsInf(mu, 0) || !(sd > 0) || math.IsInf(sd, 0) {
+				return fmt.Errorf("fixed_mean[%d] = %v, fixed_std[%d] = %v: want a finite mean and a finite std > 0", m, mu, m, sd)
+			}
+		}
+	} else if c.FixedMean != nil || c.FixedStd != nil {
+		return fmt.Errorf("fixed_mean/fixed_std apply only to normalize=fixed (normalize is %s)", c.Normalize)
 	}
 	if err := oneOf("valid_frames", c.ValidFrames, ValidSTFT, ValidFloor, ValidCeil); err != nil {
 		return err

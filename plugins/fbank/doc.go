@@ -59,6 +59,17 @@
 // paths agree to float64 rounding (TestBatchPathMatchesScalar); the goldens
 // pass on every build.
 //
+// # Streams
+//
+// Incremental (NewIncremental on the CPU, NewIncrementalOp through the op on
+// any backend, the CUDA one included) takes samples in pieces and returns
+// each frame once its samples are in, carrying the window's overlap: for
+// normalize none and global its frames and lengths equal the offline op's
+// exactly, for any piece sizes (normalize=fixed, NeMo's fixed_mean/fixed_std,
+// given as npy files, is per frame too; CPU only); for per_feature and per_utterance it returns
+// the log-mel values before normalisation, and NormalizeWindow normalises a
+// window of them by that window's statistics (NeMo's buffered inference).
+//
 // Errors: empty items, items shorter than one window (or too short for the
 // pad mode or for two valid per_feature frames), NaN/Inf samples, bad
 // lengths, an inconsistent configuration and checkpoint files of the wrong

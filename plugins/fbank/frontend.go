@@ -20,6 +20,9 @@ type Frontend struct {
 	pad    int       // virtual samples before sample 0 (n_fft/2 when centred)
 	bank   melBank
 	batch  *batchPlan // groups of `lanes` frames with SIMD; nil: scalar only
+	// raw skips the normalisation pass: Compute returns the log-mel values
+	// (Incremental's per_utterance frames).
+	raw bool
 }
 
 // NewFrontend validates cfg and precomputes everything Compute needs.
@@ -180,6 +183,9 @@ func (f *Frontend) Compute(ctx context.Context, clips [][]float32, threads int) 
 		return nil, err
 	}
 
+	if f.raw {
+		return out, nil
+	}
 	// Phase 2: normalise each item, in chunks of mel bins.
 	itemMax := make([]float64, len(clips))
 	for b := range clips {
@@ -454,6 +460,13 @@ func (f *Frontend) normalize(item []float32, frames int, g geometry, itemMax flo
 		} else {
 			for t := 0; t < n; t++ {
 				clampScale(item[t*ts+m0:t*ts+m1], floor)
+			}
+		}
+	case Fixed:
+		for m := m0; m < m1; m++ {
+			mean, std := c.FixedMean[m], c.FixedStd[m]
+			for i, t := m*ms, 0; t < n; i, t = i+ts, t+1 {
+				item[i] = float32((float64(item[i]) - mean) / std)
 			}
 		}
 	case PerFeature:

@@ -42,13 +42,15 @@ var params = []runtime.ParamSpec{
 	{Name: "f_max", Kind: runtime.Float, Doc: "highest mel edge, Hz (<= sample_rate/2)"},
 	{Name: "pad_mode", Kind: runtime.String, Enum: []string{"reflect", "constant", "none"}, Doc: "signal padding (none: center=False, window left-aligned)"},
 	{Name: "window_type", Kind: runtime.String, Enum: []string{"hann_symmetric", "hann_periodic"}, Doc: "analysis window"},
-	{Name: "normalize", Kind: runtime.String, Enum: []string{"per_feature", "per_utterance", "none", "global"}, Doc: "post-log normalisation"},
+	{Name: "normalize", Kind: runtime.String, Enum: []string{"per_feature", "per_utterance", "none", "global", "fixed"}, Doc: "post-log normalisation (fixed: fixed_mean/fixed_std)"},
 	{Name: "valid_frames", Kind: runtime.String, Enum: []string{"stft", "floor", "ceil"}, Doc: "valid-frame rule of per_feature/none: N/hop+1 | N/hop | ceil(N/hop)"},
 	{Name: "nemo_seq_len_ceil", Kind: runtime.Boolean, Doc: "true: valid_frames=ceil (seed 003 name)"},
 	{Name: "global_log_mel_max", Kind: runtime.Float, Doc: "fixed log10 maximum of normalize=global (preset: 1.5)"},
 	{Name: "log_clamp_min", Kind: runtime.Float, Doc: "normalize=none: ln(max(x, v)) instead of ln(x + 2^-24) when > 0"},
 	{Name: "filterbank", Kind: runtime.String, Doc: "npy file, f32|f64 [num_mels, n_fft/2+1]: checkpoint filterbank replacing the Slaney one"},
 	{Name: "window", Kind: runtime.String, Doc: "npy file, f32|f64 [win_length]: checkpoint window replacing the Hann one"},
+	{Name: "fixed_mean", Kind: runtime.String, Doc: "npy file, f32|f64 [num_mels]: normalize=fixed's per-bin mean"},
+	{Name: "fixed_std", Kind: runtime.String, Doc: "npy file, f32|f64 [num_mels]: normalize=fixed's per-bin std (> 0)"},
 	{Name: "out_frames", Kind: runtime.Int, Doc: "per_utterance/global: emit exactly this many leading frames"},
 	{Name: "pad_to_seconds", Kind: runtime.Float, Doc: "zero-pad or truncate each item to this length first (Whisper: 30)"},
 	{Name: "layout", Kind: runtime.String, Enum: []string{"mel_time", "time_mel"}, Doc: "per-item output layout"},
@@ -98,6 +100,13 @@ func ConfigFromParams(p runtime.Params) (Config, error) {
 	if p.IsSet("filterbank") {
 		if c.Filterbank, err = loadVector(p.Str("filterbank"), "filterbank", c.NumMels, c.NFFT/2+1); err != nil {
 			return Config{}, err
+		}
+	}
+	for name, dst := range map[string]*[]float64{"fixed_mean": &c.FixedMean, "fixed_std": &c.FixedStd} {
+		if p.IsSet(name) {
+			if *dst, err = loadVector(p.Str(name), name, c.NumMels); err != nil {
+				return Config{}, err
+			}
 		}
 	}
 	if p.IsSet("window") {

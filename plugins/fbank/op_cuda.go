@@ -124,6 +124,9 @@ func newCUDAOp(p runtime.Params, b *cuda.Backend) (runtime.Op, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Normalize == Fixed {
+		return nil, fmt.Errorf("normalize=fixed: the cuda kernels do not implement it yet (use the cpu backend)")
+	}
 	if cfg.NFFT != 400 && cfg.NFFT != 512 {
 		return nil, fmt.Errorf("n_fft %d: the cuda kernels support 400 and 512 (use the cpu backend for other sizes)", cfg.NFFT)
 	}
