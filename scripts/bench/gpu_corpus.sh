@@ -75,7 +75,8 @@ fi
 say "corpus and export: $(($(date +%s) - t0)) s"
 
 edge_flow=(--jobs "$JOBS")
-if "$EDGE" batch --help 2>&1 | grep -q -e '--batch'; then
+help=$("$EDGE" batch --help 2>&1 || true)
+if grep -q -e '--batch[ =]' <<<"$help"; then
 	edge_flow=(--batch "$BATCH" --jobs "$((2 * BATCH))")
 fi
 say "edge batch flags: ${edge_flow[*]}"
