@@ -172,7 +172,9 @@ type textNormalizer func(string) string
 // messages. Supported: NFC, NFD, NFKC, NFKD, Lowercase, Strip, StripAccents,
 // Replace (String, or a Regex that Go's RE2 syntax accepts), Prepend,
 // Precompiled and Sequence; anything else is an error naming the key and
-// the type.
+// the type. Lowercase is Go's strings.ToLower, which differs from the Rust
+// to_lowercase of tokenizers only in mapping a word-final capital sigma to
+// σ rather than ς.
 func parseJSONNormalizer(raw json.RawMessage, key string) ([]textNormalizer, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
