@@ -16,7 +16,9 @@
 # Both transcribe the same manifest of HOURS (default 1) hours of the bundled
 # clips, joined 1 to 4 at a time into distinct WAV files. Prints one markdown
 # row a model (hours of audio per second, ratio, WER) and writes the details
-# (per-stage times, the log-probs check) to OUT/results.jsonl.
+# (per-stage times, the log-probs check) to OUT/results.jsonl, the logs
+# beside it. The audio, the large export and edge's outputs go to WORK
+# (default: a temporary directory, removed at the end), not OUT.
 #
 # On the GPU host (no Go toolchain), from the repository root, with the
 # -tags cuda binary built here (make build-cuda; carry bin/edge-cuda, or
@@ -30,6 +32,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:?usage: gpu_corpus.sh OUT}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+work=${WORK:-$(mktemp -d)}
+[[ -n ${WORK:-} ]] || trap 'rm -rf "$work"' EXIT
 HOURS=${HOURS:-1}
 BATCH=${BATCH:-32}
 JOBS=${JOBS:-4}
@@ -40,19 +44,19 @@ export PYTHONUNBUFFERED=1
 say() { echo "gpu_corpus.sh: $*" >&2; }
 
 if [[ ! -x $EDGE && -f $EDGE.xz ]]; then
-	xz -dc "$EDGE.xz" >"$out/edge" && chmod +x "$out/edge" && EDGE=$out/edge
+	xz -dc "$EDGE.xz" >"$work/edge" && chmod +x "$work/edge" && EDGE=$work/edge
 fi
 [[ -x $EDGE ]] || { say "no edge binary at $EDGE (make build-cuda here, carry bin/edge-cuda)"; exit 1; }
 if [[ -z ${EDGE_ORT_CUDA_EP:-} ]]; then
-	"$root/scripts/ort-cuda-ep.sh" unpack "${ORT_EP_PARTS:?set EDGE_ORT_CUDA_EP or ORT_EP_PARTS}" "$out/ortcuda"
-	export EDGE_ORT_CUDA_EP=$out/ortcuda/libonnxruntime_providers_cuda.so
+	"$root/scripts/ort-cuda-ep.sh" unpack "${ORT_EP_PARTS:?set EDGE_ORT_CUDA_EP or ORT_EP_PARTS}" "$work/ortcuda"
+	export EDGE_ORT_CUDA_EP=$work/ortcuda/libonnxruntime_providers_cuda.so
 fi
 if [[ -z ${EDGE_ORT_LIB:-} ]]; then
 	: "${ORT_CORE:?set EDGE_ORT_LIB or ORT_CORE}"
-	mkdir -p "$out/ortcore"
-	xz -dc "$ORT_CORE/libonnxruntime.so.1.29.0.xz" >"$out/ortcore/libonnxruntime.so.1.29.0"
-	cp "$ORT_CORE/libonnxruntime_providers_shared.so" "$out/ortcore/"
-	export EDGE_ORT_LIB=$out/ortcore/libonnxruntime.so.1.29.0
+	mkdir -p "$work/ortcore"
+	xz -dc "$ORT_CORE/libonnxruntime.so.1.29.0.xz" >"$work/ortcore/libonnxruntime.so.1.29.0"
+	cp "$ORT_CORE/libonnxruntime_providers_shared.so" "$work/ortcore/"
+	export EDGE_ORT_LIB=$work/ortcore/libonnxruntime.so.1.29.0
 fi
 export EDGE_KERNELS_FATBIN=${EDGE_KERNELS_FATBIN:-$root/kernels/edge.fatbin}
 # cuBLAS, cuDNN and the CUDA runtime of the python nvidia packages
@@ -63,12 +67,12 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >&
 "$EDGE" version >&2 || true
 
 t0=$(date +%s)
-python3 "$py" corpus "$out/corpus" --hours "$HOURS"
-manifest=$out/corpus/manifest.jsonl
+python3 "$py" corpus "$work/corpus" --hours "$HOURS"
+manifest=$work/corpus/manifest.jsonl
 if [[ -z ${EDGE_LARGE_MODEL:-} ]]; then
 	# d 512, ff 2048, 8 heads, 17 blocks: about 100 M parameters
-	python3 "$root/models/scripts/export_large.py" "$out/large100" --d 512 --ff 2048 --heads 8 --layers 17 | tee "$out/large100.json" >&2
-	EDGE_LARGE_MODEL=$out/large100
+	python3 "$root/models/scripts/export_large.py" "$work/large100" --d 512 --ff 2048 --heads 8 --layers 17 | tee "$out/large100.json" >&2
+	EDGE_LARGE_MODEL=$work/large100
 	LARGE_ARCH=512,2048,8,17
 fi
 : "${LARGE_ARCH:?set LARGE_ARCH=d,ff,heads,layers for EDGE_LARGE_MODEL}"
@@ -96,23 +100,23 @@ for spec in "bundled:$root/models/default:" "large:$EDGE_LARGE_MODEL:$LARGE_ARCH
 		status=1
 		continue
 	fi
-	rm -rf "$out/$name.edge"
-	if ! timeout 150 "$EDGE" batch transcribe --model "$dir" --manifest "$manifest" --out "$out/$name.edge" \
+	rm -rf "$work/$name.edge"
+	if ! timeout 150 "$EDGE" batch transcribe --model "$dir" --manifest "$manifest" --out "$work/$name.edge" \
 		"${cuda[@]}" "${edge_flow[@]}" --progress none 2>"$out/$name.edge.log"; then
 		tail -20 "$out/$name.edge.log" >&2
 		say "$name: edge batch failed"
 		status=1
 		continue
 	fi
-	mapfile -t files < <(find "$out/corpus/wav" -name '*.wav' | sort | head -n "$STATS_FILES")
-	timeout 90 "$EDGE" transcribe --model "$dir" "${cuda[@]}" --stats --quiet --out "$out/$name.stats/" "${files[@]}" \
+	mapfile -t files < <(find "$work/corpus/wav" -name '*.wav' | sort | head -n "$STATS_FILES")
+	timeout 90 "$EDGE" transcribe --model "$dir" "${cuda[@]}" --stats --quiet --out "$work/$name.stats/" "${files[@]}" \
 		2>"$out/$name.stats.log" || { say "$name: edge transcribe --stats failed"; tail -5 "$out/$name.stats.log" >&2; }
-	python3 "$py" report --peer "$out/$name.peer.json" --edge-dir "$out/$name.edge" --edge-summary "$out/$name.edge.log" \
+	python3 "$py" report --peer "$out/$name.peer.json" --edge-dir "$work/$name.edge" --edge-summary "$out/$name.edge.log" \
 		--edge-stats "$out/$name.stats.log" --manifest "$manifest" --name "$name" >"$out/$name.report.txt"
 	head -1 "$out/$name.report.txt" >>"$out/results.jsonl"
 	rows+=("$(tail -1 "$out/$name.report.txt")")
 done
-rm -rf "$out/corpus/wav"
+cp "$manifest" "$out/manifest.jsonl"
 echo "| model | audio | edge | torch | edge / torch | edge WER | torch WER |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
 printf '%s\n' "${rows[@]}"
