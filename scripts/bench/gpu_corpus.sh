@@ -94,14 +94,14 @@ for spec in "bundled:$root/models/default:" "large:$EDGE_LARGE_MODEL:$LARGE_ARCH
 	say "== $name ($dir)"
 	arch_flag=()
 	[[ -n $arch ]] && arch_flag=(--arch "$arch")
-	if ! timeout 150 python3 "$py" peer --model "$dir" --manifest "$manifest" --out "$out/$name.peer.json" \
+	if ! timeout 100 python3 "$py" peer --model "$dir" --manifest "$manifest" --out "$out/$name.peer.json" \
 		--batch "$BATCH" "${arch_flag[@]}"; then
 		say "$name: the torch peer failed"
 		status=1
 		continue
 	fi
 	rm -rf "$work/$name.edge"
-	if ! timeout 150 "$EDGE" batch transcribe --model "$dir" --manifest "$manifest" --out "$work/$name.edge" \
+	if ! timeout 100 "$EDGE" batch transcribe --model "$dir" --manifest "$manifest" --out "$work/$name.edge" \
 		"${cuda[@]}" "${edge_flow[@]}" --progress none 2>"$out/$name.edge.log"; then
 		tail -20 "$out/$name.edge.log" >&2
 		say "$name: edge batch failed"
@@ -109,7 +109,7 @@ for spec in "bundled:$root/models/default:" "large:$EDGE_LARGE_MODEL:$LARGE_ARCH
 		continue
 	fi
 	mapfile -t files < <(find "$work/corpus/wav" -name '*.wav' | sort | head -n "$STATS_FILES")
-	timeout 90 "$EDGE" transcribe --model "$dir" "${cuda[@]}" --stats --quiet --out "$work/$name.stats/" "${files[@]}" \
+	timeout 40 "$EDGE" transcribe --model "$dir" "${cuda[@]}" --stats --quiet --out "$work/$name.stats/" "${files[@]}" \
 		2>"$out/$name.stats.log" || { say "$name: edge transcribe --stats failed"; tail -5 "$out/$name.stats.log" >&2; }
 	python3 "$py" report --peer "$out/$name.peer.json" --edge-dir "$work/$name.edge" --edge-summary "$out/$name.edge.log" \
 		--edge-stats "$out/$name.stats.log" --manifest "$manifest" --name "$name" >"$out/$name.report.txt"
