@@ -50,7 +50,7 @@ PREFIX ?= /usr/local
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/edge/models/default
 	install -m 755 $(BIN)/edge $(DESTDIR)$(PREFIX)/bin/edge
-	install -m 644 models/default/model.yaml models/default/model.onnx models/default/tokens.txt \
+	install -m 644 models/default/model.yaml models/default/model.onnx models/default/model.int8.onnx models/default/tokens.txt \
 	  models/default/README.md $(DESTDIR)$(PREFIX)/share/edge/models/default/
 
 ## cross-deps: the Debian packages for linux/arm64 builds and tests (cross gcc, qemu-user)

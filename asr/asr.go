@@ -33,6 +33,10 @@ type Options struct {
 	ORTLib string
 	// Threads bounds the encoder's intra-op threads (0 = one per core).
 	Threads int
+	// Precision is the encoder's: model.PrecisionFP32 ("" too) or
+	// model.PrecisionInt8, the int8 file the model ships (see
+	// model.Manifest.UsePrecision).
+	Precision string
 	// Backend runs the frontend, the encoder's I/O and, when it is not the
 	// CPU, greedy decoding and forced alignment (nil = CPU). On the cuda
 	// backend features and emissions stay on the device (see device.go).
@@ -117,6 +121,9 @@ type Stats struct {
 func Open(modelPath string, opt Options) (*Recognizer, error) {
 	m, err := model.Load(modelPath)
 	if err != nil {
+		return nil, err
+	}
+	if err := m.UsePrecision(opt.Precision); err != nil {
 		return nil, err
 	}
 	if opt.Backend == nil {
@@ -211,7 +218,7 @@ func (r *Recognizer) closePipes() error {
 // raw-waveform models.
 func pipelineConfig(m *model.Manifest, modelPath string, opt Options) runtime.PipelineConfig {
 	params := map[string]any{"model": modelPath, "threads": opt.Threads, "ort_lib": opt.ORTLib}
-	for k, v := range map[string]string{"execution_provider": opt.Provider, "ort_cuda_ep": opt.CUDAEP, "fallback": opt.Fallback, "bind": opt.Bind} {
+	for k, v := range map[string]string{"precision": opt.Precision, "execution_provider": opt.Provider, "ort_cuda_ep": opt.CUDAEP, "fallback": opt.Fallback, "bind": opt.Bind} {
 		if v != "" {
 			params[k] = v
 		}

@@ -7,11 +7,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edgespeech/edge/runtime/model"
 )
 
 // BenchmarkSpeechHour: an hour of the bundled clips with pauses of 0.3-3 s
 // (seeded), transcribed with VAD segments and with fixed 30 s chunks, in
-// one run. Metrics: WER against the clips' texts, the encoder's time and
+// one run, and with VAD segments through the int8 encoder. Metrics: WER against the clips' texts, the encoder's time and
 // the wall time of each.
 //
 //	go test -run '^$' -bench SpeechHour -benchtime 1x -timeout 30m ./asr
@@ -31,7 +33,7 @@ func BenchmarkSpeechHour(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		opt  Options
-	}{{"vad", Options{VAD: rules}}, {"fixed-30s", Options{ChunkSeconds: 30}}} {
+	}{{"vad", Options{VAD: rules}}, {"vad-int8", Options{VAD: rules, Precision: model.PrecisionInt8}}, {"fixed-30s", Options{ChunkSeconds: 30}}} {
 		b.Run(tc.name, func(b *testing.B) {
 			r, err := Open(defaultModel, tc.opt)
 			if err != nil {

@@ -42,7 +42,7 @@ build() {
 	[[ $arch == arm64 && $(go env GOHOSTARCH) != arm64 ]] && env+=(CC=aarch64-linux-gnu-gcc)
 	env "${env[@]}" go build -trimpath -ldflags "-s -w" -o "$stage/bin/edge" ./cmd/edge
 	cp "$(scripts/fetch-ort.sh --arch "$ortarch")" "$stage/lib/libonnxruntime.so"
-	cp models/default/{model.onnx,model.yaml,tokens.txt,README.md} "$stage/models/default/"
+	cp models/default/{model.onnx,model.int8.onnx,model.yaml,tokens.txt,README.md} "$stage/models/default/"
 	cp models/default/testdata/demo.{wav,json} "$stage/models/default/testdata/"
 	cp "$(go env GOROOT)/LICENSE" "$stage/LICENSES/go.LICENSE"
 	local mod ver dir f

@@ -13,7 +13,7 @@ import (
 // configKeys are the top-level keys an edge config file, EDGE_* variable or
 // flag may set. Op parameters live under ops.<op name>.
 var configKeys = []string{
-	"backend", "config", "ops", "pipeline", "model", "models_dir", "ort_lib", "threads",
+	"backend", "config", "ops", "pipeline", "model", "models_dir", "ort_lib", "threads", "precision",
 	"format", "out", "in", "set", "preset", "device", "text", "text_file", "stats",
 	"chunk_seconds", "execution_provider", "ort_cuda_ep", "fallback", "bind", "progress",
 	"strict", "raw", "rate", "channels", "quiet",

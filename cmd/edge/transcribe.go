@@ -56,6 +56,7 @@ func asrFlags(fs *pflag.FlagSet) {
 func modelFlags(fs *pflag.FlagSet) {
 	fs.String("model", "", "model directory: a model.yaml, or an export edge detects (default: models/default, beside the binary, or PREFIX/share/edge)")
 	fs.Int("threads", 0, "encoder threads (0: one per core)")
+	fs.String("precision", "fp32", "encoder precision: fp32 (the model's encoder) or int8 (its model.int8.onnx or encoder.int8_file)")
 	fs.String("ort-lib", "", "ONNX Runtime library (default $EDGE_ORT_LIB, then the cache of scripts/fetch-ort.sh)")
 	fs.String("config", "", "YAML config file (layered: file < EDGE_* env < flags)")
 	fs.String("backend", "cpu", "backend of the frontend and decoding: "+strings.Join(runtime.Backends(), ", ")+
@@ -110,6 +111,7 @@ func openRecognizerOn(k *koanf.Koanf, backend runtime.Backend) (*asr.Recognizer,
 		VAD:          speech,
 		ORTLib:       k.String("ort_lib"),
 		Threads:      k.Int("threads"),
+		Precision:    k.String("precision"),
 		ChunkSeconds: k.Float64("chunk_seconds"),
 		Backend:      backend,
 		Provider:     k.String("execution_provider"),

@@ -161,13 +161,64 @@ func (m *Manifest) TokenizerPath() string { return m.resolve(m.Tokenizer) }
 // Encoder names the ONNX file and maps edge tensor names to the model's.
 type Encoder struct {
 	// File is the .onnx path, relative to the manifest's directory unless absolute.
-	File    string            `yaml:"file"`
-	Inputs  map[string]string `yaml:"inputs"`
-	Outputs map[string]string `yaml:"outputs"`
+	File string `yaml:"file"`
+	// Int8File is an int8-quantised copy of File with the same inputs and
+	// outputs (see UsePrecision); empty: Int8FileName beside File, if any.
+	Int8File string            `yaml:"int8_file,omitempty"`
+	Inputs   map[string]string `yaml:"inputs"`
+	Outputs  map[string]string `yaml:"outputs"`
 }
 
 // EncoderPath is the absolute or Dir-relative path of the ONNX file.
 func (m *Manifest) EncoderPath() string { return m.resolve(m.Encoder.File) }
+
+// Encoder precisions (UsePrecision).
+const (
+	// PrecisionFP32 is the encoder as encoder.file names it (the default).
+	PrecisionFP32 = "fp32"
+	// PrecisionInt8 is its int8 dynamically quantised copy.
+	PrecisionInt8 = "int8"
+)
+
+// Int8FileName is the int8 encoder's name beside model.onnx, as sherpa-onnx
+// ships its int8 exports.
+const Int8FileName = "model.int8.onnx"
+
+// UsePrecision points encoder.file at the encoder of precision p:
+// PrecisionFP32 or "" leaves it as it is; PrecisionInt8 selects
+// encoder.int8_file or, when the manifest names none, Int8FileName in
+// encoder.file's directory (which may be encoder.file itself, for an
+// export that ships only the int8 file). A model without an int8 encoder,
+// or another precision, is an error naming what was looked for.
+// UsePrecision is not safe for concurrent use with readers of m.
+func (m *Manifest) UsePrecision(p string) error {
+	switch p {
+	case "", PrecisionFP32:
+		return nil
+	case PrecisionInt8:
+	default:
+		return fmt.Errorf("precision %q is not %s or %s", p, PrecisionFP32, PrecisionInt8)
+	}
+	file, src := m.Encoder.Int8File, "encoder.int8_file"
+	if file == "" {
+		file, src = filepath.Join(filepath.Dir(m.Encoder.File), Int8FileName), Int8FileName+" beside encoder.file"
+	}
+	path := m.resolve(file)
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && m.Encoder.Int8File == "":
+		return fmt.Errorf("model %s has no int8 encoder: %s does not exist and no encoder.int8_file names one in a %s", m.Dir, path, FileName)
+	case err != nil:
+		return fmt.Errorf("precision int8: %s: %w", src, err)
+	case st.IsDir():
+		return fmt.Errorf("precision int8: %s %s is a directory, want an .onnx file", src, path)
+	}
+	m.Encoder.File = file
+	if m.Sources != nil {
+		m.Sources["encoder.file"] = src + " (precision int8)"
+	}
+	return nil
+}
 
 // VocabularyPath is the absolute or Dir-relative path of the vocabulary file.
 func (m *Manifest) VocabularyPath() string { return m.resolve(m.Vocabulary) }
@@ -232,7 +283,7 @@ func Load(path string) (*Manifest, error) {
 	m.Format = FormatManifest
 	m.Sources = map[string]string{}
 	for _, k := range []string{"name", "sample_rate", "frontend", "normalize", "encoder.file", "encoder.inputs", "encoder.outputs",
-		"vocabulary", "blank_id", "frame_stride", "frame_offset", "word_delimiter", "sentencepiece_marker", "tokenizer", "special_tokens"} {
+		"encoder.int8_file", "vocabulary", "blank_id", "frame_stride", "frame_offset", "word_delimiter", "sentencepiece_marker", "tokenizer", "special_tokens"} {
 		m.Sources[k] = filepath.Base(path)
 	}
 	return m, nil

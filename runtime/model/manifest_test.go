@@ -238,3 +238,47 @@ func FuzzParse(f *testing.F) {
 		require.NotEqual(t, m.RawWaveform(), m.Encoder.Inputs[InputFeatures] != "")
 	})
 }
+
+// UsePrecision: int8 is model.int8.onnx beside the encoder (sherpa-onnx's
+// layout) or what encoder.int8_file names; a model without one, or an
+// unknown precision, is an error saying what was looked for.
+func TestUsePrecision(t *testing.T) {
+	dir := writeModel(t, nemoManifest)
+	m, err := Load(dir)
+	require.NoError(t, err)
+	require.NoError(t, m.UsePrecision(PrecisionFP32))
+	assert.Equal(t, "model.onnx", m.Encoder.File)
+	err = m.UsePrecision(PrecisionInt8)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "has no int8 encoder")
+	assert.Contains(t, err.Error(), filepath.Join(dir, Int8FileName))
+	assert.Contains(t, err.Error(), "encoder.int8_file")
+	assert.Equal(t, "model.onnx", m.Encoder.File, "an error leaves the manifest as it was")
+	assert.ErrorContains(t, m.UsePrecision("fp16"), `precision "fp16" is not fp32 or int8`)
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, Int8FileName), nil, 0o644))
+	require.NoError(t, m.UsePrecision(PrecisionInt8))
+	assert.Equal(t, Int8FileName, m.Encoder.File)
+	assert.Equal(t, filepath.Join(dir, Int8FileName), m.EncoderPath())
+	assert.Contains(t, m.Sources["encoder.file"], "precision int8")
+
+	named := strings.Replace(nemoManifest, "  file: model.onnx\n", "  file: model.onnx\n  int8_file: q/enc-int8.onnx\n", 1)
+	dir = writeModel(t, named)
+	m, err = Load(dir)
+	require.NoError(t, err)
+	assert.Equal(t, "q/enc-int8.onnx", m.Encoder.Int8File)
+	assert.ErrorContains(t, m.UsePrecision(PrecisionInt8), "encoder.int8_file: stat "+filepath.Join(dir, "q", "enc-int8.onnx"))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "q"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "q", "enc-int8.onnx"), nil, 0o644))
+	require.NoError(t, m.UsePrecision(PrecisionInt8))
+	assert.Equal(t, filepath.Join(dir, "q", "enc-int8.onnx"), m.EncoderPath())
+	out, err := m.YAML()
+	require.NoError(t, err)
+	assert.Contains(t, string(out), "int8_file: q/enc-int8.onnx")
+
+	// A sherpa-onnx int8 download ships only model.int8.onnx: it is both.
+	m, err = Load(filepath.Join(testdata, "sherpa_int8"))
+	require.NoError(t, err)
+	require.NoError(t, m.UsePrecision(PrecisionInt8))
+	assert.Equal(t, Int8FileName, m.Encoder.File)
+}

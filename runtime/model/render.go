@@ -76,6 +76,9 @@ func (m *Manifest) YAML() ([]byte, error) {
 	add(root, "normalize", scalar(m.Normalize), src("normalize"))
 	enc := &yaml.Node{Kind: yaml.MappingNode}
 	add(enc, "file", scalar(m.Encoder.File), src("encoder.file"))
+	if m.Encoder.Int8File != "" {
+		add(enc, "int8_file", scalar(m.Encoder.Int8File), src("encoder.int8_file"))
+	}
 	none := func(string) string { return "" }
 	add(enc, "inputs", mapping(m.Encoder.Inputs, none), src("encoder.inputs"))
 	add(enc, "outputs", mapping(m.Encoder.Outputs, none), src("encoder.outputs"))

@@ -27,11 +27,22 @@ const (
 // vocabulary (sherpa-onnx tokens.txt), BPE with the ids' order as merge
 // priority, which is SentencePiece BPE's own order.
 //
-// Text normalisation is SentencePiece's whitespace handling (extra
-// whitespace removed, a dummy "▁" prefix, spaces as "▁"); a model's
-// NFKC character map is not applied (edge normalises text before
-// encoding it). Characters no piece covers become the unknown id (Unk), as
-// SentencePiece gives them; unigram and tokenizer.json (fuse_unk) fuse runs of them.
+// Text is normalised as the model's own tokenizer does before it is split
+// into pieces. A SentencePiece model: its precompiled character map (the
+// nmt_nfkc / nfkc / *_cf rules it was trained with, NFKC via a table of
+// replacements) and whitespace rules (remove_extra_whitespaces,
+// add_dummy_prefix, escape_whitespaces), as SentencePiece's Normalizer.
+// A tokenizer.json: its normalizer (NFKC and the other Unicode forms,
+// Lowercase, Strip, Replace, Prepend, Precompiled, in Sequence), then its
+// Metaspace pre-tokenizer's "▁" for spaces and prefix; a normalizer edge
+// cannot reproduce is an error at load, naming the key and its type. The
+// Precompiled map is applied by SentencePiece's longest-match rule, where
+// tokenizers first tries each grapheme cluster of under 6 bytes whole; the
+// two agree unless the map holds a key that spans grapheme clusters.
+// Characters no piece covers become the unknown id (Unk), as SentencePiece
+// gives them; unigram and tokenizer.json (fuse_unk) fuse runs of them.
+//
+// A Tokenizer is immutable after loading and safe for concurrent use.
 type Tokenizer struct {
 	Algo   string
 	Source string // file it was read from, for messages
@@ -45,8 +56,17 @@ type Tokenizer struct {
 	maxPiece       int // longest piece in bytes
 	addDummyPrefix bool
 	collapseSpaces bool
-	fuseUnk        bool
-	byteFallback   bool
+	escapeSpaces   bool
+	// SentencePiece: the precompiled charsmap (nil: identity) and the
+	// user-defined pieces, which the normaliser leaves as they are.
+	chars       *charsMap
+	userDefined []string
+	// tokenizer.json: normalizer steps and the Metaspace pre-tokenizer.
+	json         bool
+	textNorm     []textNormalizer
+	metaspace    metaspace
+	fuseUnk      bool
+	byteFallback bool
 }
 
 // Unk is the unknown piece's id, -1 when the model has none.
@@ -109,7 +129,8 @@ const (
 
 // ParseSentencePiece parses a serialised SentencePiece ModelProto.
 func ParseSentencePiece(b []byte) (*Tokenizer, error) {
-	t := &Tokenizer{ids: map[string]int{}, unk: -1, specials: map[int]bool{}, addDummyPrefix: true, collapseSpaces: true}
+	t := &Tokenizer{ids: map[string]int{}, unk: -1, specials: map[int]bool{}, addDummyPrefix: true, collapseSpaces: true,
+		escapeSpaces: true}
 	modelType := 1 // UNIGRAM, SentencePiece's default
 	it := pb.FromBytes(b).Fields()
 	var f pb.Field
@@ -151,6 +172,8 @@ func ParseSentencePiece(b []byte) (*Tokenizer, error) {
 				t.specials[id] = true
 			case spByte:
 				t.byteFallback = true
+			case spUserDefined:
+				t.userDefined = append(t.userDefined, piece)
 			}
 		case 2: // trainer_spec
 			sub := f.Sub.Fields()
@@ -158,6 +181,9 @@ func ParseSentencePiece(b []byte) (*Tokenizer, error) {
 			for sub.Next(&g) {
 				if g.Num == 3 && g.Wire == pb.Varint {
 					modelType = int(g.Value)
+				}
+				if g.Num == 24 && g.Wire == pb.Varint && g.Value != 0 {
+					return nil, errors.New("trainer_spec.treat_whitespace_as_suffix is set: only whitespace as a prefix is supported")
 				}
 			}
 			if err := sub.Err(); err != nil {
@@ -167,6 +193,16 @@ func ParseSentencePiece(b []byte) (*Tokenizer, error) {
 			sub := f.Sub.Fields()
 			var g pb.Field
 			for sub.Next(&g) {
+				if g.Num == 2 && g.Wire == pb.Bytes {
+					b, err := g.Sub.Bytes(maxCharsMapBytes)
+					if err != nil {
+						return nil, fmt.Errorf("normalizer_spec.precompiled_charsmap: %w", err)
+					}
+					if t.chars, err = parseCharsMap(b); err != nil {
+						return nil, fmt.Errorf("normalizer_spec.%w", err)
+					}
+					continue
+				}
 				if g.Wire != pb.Varint {
 					continue
 				}
@@ -175,6 +211,8 @@ func ParseSentencePiece(b []byte) (*Tokenizer, error) {
 					t.addDummyPrefix = g.Value != 0
 				case 4:
 					t.collapseSpaces = g.Value != 0
+				case 5:
+					t.escapeSpaces = g.Value != 0
 				}
 			}
 			if err := sub.Err(); err != nil {
@@ -247,8 +285,14 @@ func ParseTokenizerJSON(b []byte) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tokenizer{ids: map[string]int{}, unk: -1, specials: map[int]bool{}, addDummyPrefix: true, collapseSpaces: true,
+	t := &Tokenizer{ids: map[string]int{}, unk: -1, specials: map[int]bool{}, json: true,
 		fuseUnk: j.Model.FuseUnk, byteFallback: j.Model.ByteFallbck}
+	if t.textNorm, err = parseJSONNormalizer(j.Normalizer, "normalizer"); err != nil {
+		return nil, err
+	}
+	if t.metaspace, err = parseMetaspace(j.PreTokenizer, "pre_tokenizer"); err != nil {
+		return nil, err
+	}
 	for _, a := range j.AddedTokens {
 		if a.ID < 0 || a.ID >= MaxVocabulary {
 			return nil, fmt.Errorf("added_tokens: id %d of %q is out of range", a.ID, a.Content)
@@ -298,9 +342,9 @@ func ParseTokenizerJSON(b []byte) (*Tokenizer, error) {
 	if t.unk >= 0 {
 		t.specials[t.unk] = true
 	}
-	if !strings.Contains(string(j.PreTokenizer)+string(j.Normalizer), "\u2581") &&
-		!strings.Contains(string(j.PreTokenizer)+string(j.Normalizer), `\u2581`) {
-		return nil, errors.New("neither pre_tokenizer nor normalizer uses the SentencePiece marker \u2581: only SentencePiece-style tokenizers are supported")
+	if !t.metaspace.found && !strings.Contains(string(j.Normalizer), "\u2581") &&
+		!strings.Contains(string(j.Normalizer), `\u2581`) {
+		return nil, errNoMarker
 	}
 	return t, nil
 }
@@ -389,7 +433,7 @@ func jsonMerges(raw json.RawMessage) (map[[2]string]int, error) {
 // BPE gives its pieces; symbols of the form <...> are special.
 func TokenizerFromVocabulary(v *Vocabulary, source string) *Tokenizer {
 	t := &Tokenizer{Algo: AlgoBPE, Source: source, ids: map[string]int{}, unk: -1, specials: map[int]bool{},
-		addDummyPrefix: true, collapseSpaces: true}
+		addDummyPrefix: true, collapseSpaces: true, escapeSpaces: true}
 	for id, s := range v.Tokens() {
 		_ = t.add(s, float32(-id))
 		if IsSpecialToken(s) {
@@ -409,18 +453,12 @@ func IsSpecialToken(s string) bool {
 	return len(s) > 2 && strings.HasPrefix(s, "<") && strings.HasSuffix(s, ">")
 }
 
-// normalize applies SentencePiece's whitespace rules and the marker.
+// normalize is the text the pieces are found in (see Tokenizer).
 func (t *Tokenizer) normalize(text string) string {
-	if t.collapseSpaces {
-		text = strings.Join(strings.Fields(text), " ")
+	if t.json {
+		return t.jsonNormalize(text)
 	}
-	if text == "" {
-		return ""
-	}
-	if t.addDummyPrefix && !strings.HasPrefix(text, " ") {
-		text = " " + text
-	}
-	return strings.ReplaceAll(text, " ", SentencePieceMarker)
+	return t.spmNormalize(text)
 }
 
 // Encode returns the ids of text's pieces; pieces the model cannot form are

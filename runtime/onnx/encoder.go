@@ -38,6 +38,10 @@ type Options struct {
 	// Normalize overrides the manifest's normalisation of raw waveform
 	// ("" keeps it; model.NormalizeNone or model.NormalizePerUtterance).
 	Normalize string
+	// Precision picks the manifest's encoder file (model.PrecisionFP32,
+	// the default, or model.PrecisionInt8; see Manifest.UsePrecision). It
+	// needs a model directory or manifest, not a bare .onnx path.
+	Precision string
 	// Spin lets ONNX Runtime's idle worker threads busy-wait for the next
 	// run. It lowers the latency of back-to-back runs but takes the cores
 	// from whatever runs between them (fbank, alignment), so it is off by default.
@@ -117,9 +121,14 @@ func Open(path string, opts Options) (*Encoder, error) {
 		if m, err = model.Load(path); err != nil {
 			return nil, err
 		}
+		if err = m.UsePrecision(opts.Precision); err != nil {
+			return nil, err
+		}
 		onnxPath = m.EncoderPath()
 	} else if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("encoder model: %w", err)
+	} else if opts.Precision != "" && opts.Precision != model.PrecisionFP32 {
+		return nil, fmt.Errorf("precision %s needs a model directory or model.yaml, not the .onnx file %s", opts.Precision, path)
 	}
 	ins, outs, err := readIO(onnxPath)
 	if err != nil {

@@ -6,7 +6,9 @@
 // prints a markdown table of median wall times, their ratio and both WERs
 // against the clips' texts.
 //
-//	go run ./scripts/bench/peer [-threads 1,2] [-rounds 3] [-repeats 3]
+//	go run ./scripts/bench/peer [-threads 1,2] [-rounds 3] [-repeats 3] [-precision int8]
+//
+// -precision int8 runs the model's int8 encoder (model.int8.onnx) in both.
 //
 // sherpa-onnx comes from npm (sherpa-onnx-node, which bundles its own ONNX
 // Runtime), installed into ~/.cache/edge/sherpa-onnx-node-VERSION on first
@@ -33,6 +35,7 @@ import (
 
 	"github.com/edgespeech/edge/asr"
 	"github.com/edgespeech/edge/runtime/audio"
+	edgemodel "github.com/edgespeech/edge/runtime/model"
 )
 
 const sherpaVersion = "1.13.8"
@@ -58,6 +61,7 @@ func main() {
 	flag.Float64Var(&edgeOpt.OverlapSeconds, "overlap-seconds", 0, "edge's chunk overlap (0 = its default)")
 	flag.StringVar(&workersFlag, "workers", "", "edge's chunk workers (\"\" = its default; \"threads\" = one per thread)")
 	flag.BoolVar(&edgeOnly, "edge-only", false, "time edge alone (sweeps of its options)")
+	flag.StringVar(&edgeOpt.Precision, "precision", "", "encoder precision in both: fp32 (model.onnx) or int8 (model.int8.onnx)")
 	flag.Parse()
 	if err := run(*model, *threadsFlag, *rounds, *repeats); err != nil {
 		fmt.Fprintln(os.Stderr, "peer:", err)
@@ -78,7 +82,7 @@ func run(model, threadsFlag string, rounds, repeats int) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	repacked, err := repack(model, filepath.Join(tmp, "sherpa-model"))
+	repacked, err := repack(model, edgeOpt.Precision, filepath.Join(tmp, "sherpa-model"))
 	if err != nil {
 		return err
 	}
@@ -233,15 +237,23 @@ func runSherpa(dir, model string, threads, repeats int, files []string) ([]sherp
 	return res, nil
 }
 
-// repack copies the model for sherpa-onnx: model.onnx with the metadata
+// repack copies the model for sherpa-onnx: its encoder of the given
+// precision (model.Manifest.UsePrecision) as model.onnx with the metadata
 // entry normalize_type=per_feature appended (ModelProto.metadata_props is
 // field 14, a repeated StringStringEntryProto; appending a field to a
 // serialized protobuf message adds it), and tokens.txt as it is.
-func repack(model, dst string) (string, error) {
+func repack(dir, precision, dst string) (string, error) {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return "", err
 	}
-	onnx, err := os.ReadFile(filepath.Join(model, "model.onnx"))
+	m, err := edgemodel.Load(dir)
+	if err != nil {
+		return "", err
+	}
+	if err := m.UsePrecision(precision); err != nil {
+		return "", err
+	}
+	onnx, err := os.ReadFile(m.EncoderPath())
 	if err != nil {
 		return "", err
 	}
@@ -250,7 +262,7 @@ func repack(model, dst string) (string, error) {
 	if err := os.WriteFile(filepath.Join(dst, "model.onnx"), onnx, 0o644); err != nil {
 		return "", err
 	}
-	tokens, err := os.ReadFile(filepath.Join(model, "tokens.txt"))
+	tokens, err := os.ReadFile(filepath.Join(dir, "tokens.txt"))
 	if err != nil {
 		return "", err
 	}
