@@ -61,7 +61,8 @@ type Config struct {
 
 	// Languages are the ISO-639 codes the loaded model transcribes (e.g.
 	// ["en"]); a request naming another language gets 400. Empty: the
-	// model's language is unknown and any well-formed code is accepted.
+	// model manifest's language when it states one, else any well-formed
+	// code is accepted.
 	Languages []string `koanf:"languages"`
 	// Streams configures GET /v1/audio/stream (see stream.go).
 	Streams StreamConfig `koanf:",squash"`

@@ -77,6 +77,9 @@ type loaded struct {
 	name   string
 	rate   int
 	align  bool                  // the model can align text (a character vocabulary)
+	// languages are serve.languages, or else the manifest's language:
+	// requests naming another get 400; empty accepts any code.
+	languages []string
 	memory func() []memorySample // device memory, nil when not reported
 }
 
@@ -129,7 +132,11 @@ func New(cfg Config) (*Server, error) {
 // The server does not close rec.
 func (s *Server) Ready(rec Recognizer, backend runtime.Backend) {
 	m := rec.Manifest()
-	s.eng.Store(&loaded{rec: rec, name: m.Name, rate: m.SampleRate, align: m.WordDelimiter != "", memory: deviceMemory(backend)})
+	langs := s.cfg.Languages
+	if len(langs) == 0 && m.Language != "" {
+		langs = []string{m.Language}
+	}
+	s.eng.Store(&loaded{rec: rec, name: m.Name, rate: m.SampleRate, align: m.WordDelimiter != "", languages: langs, memory: deviceMemory(backend)})
 	s.state.CompareAndSwap(stateLoading, stateReady)
 }
 
@@ -418,8 +425,8 @@ func (s *Server) recognize(w http.ResponseWriter, r *http.Request, task string) 
 		return internalError()
 	}
 	lang := req.language
-	if lang == "" && len(s.cfg.Languages) > 0 {
-		lang = s.cfg.Languages[0]
+	if lang == "" && len(eng.languages) > 0 {
+		lang = eng.languages[0]
 	}
 	body, ct, err := render(o.tr, o.audio, req.format, req.words, req.segments, task, lang, eng.name)
 	if err != nil {
@@ -475,9 +482,9 @@ func (s *Server) parseRequest(f *form, task string, eng *loaded) (*request, *api
 		if !languageCode.MatchString(l) {
 			return nil, badRequest("language", "invalid_language", "language %q is not an ISO-639-1 code such as \"en\"", clip(f.value("language"), 40))
 		}
-		if len(s.cfg.Languages) > 0 && !contains(s.cfg.Languages, l) {
+		if len(eng.languages) > 0 && !contains(eng.languages, l) {
 			return nil, badRequest("language", "unsupported_language", "model %s transcribes %s, not %q",
-				eng.name, strings.Join(s.cfg.Languages, ", "), l)
+				eng.name, strings.Join(eng.languages, ", "), l)
 		}
 		req.language = l
 	}
