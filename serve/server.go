@@ -77,10 +77,11 @@ type loaded struct {
 	name   string
 	rate   int
 	align  bool                  // the model can align text (a character vocabulary)
+	memory func() []memorySample // device memory, nil when not reported
+
 	// languages are serve.languages, or else the manifest's language:
 	// requests naming another get 400; empty accepts any code.
 	languages []string
-	memory func() []memorySample // device memory, nil when not reported
 }
 
 // Server answers the routes in the package doc.
