@@ -461,6 +461,7 @@ func (ss *session) run() (outcome string) {
 			if over {
 				return ss.finish(closing{websocket.StatusPolicyViolation, "max_duration"}, ss.limitError("max_duration"))
 			}
+			idle.Reset(cfg.StreamIdleTimeout) // the time spent recognising is not the client's silence
 		case <-idle.C:
 			return ss.finish(closing{websocket.StatusPolicyViolation, "idle_timeout"}, ss.limitError("idle_timeout"))
 		case <-limit.C:

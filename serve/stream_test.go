@@ -141,7 +141,7 @@ func sendEnd(t *testing.T, c *websocket.Conn) {
 }
 
 // twoUtterances is the demo clip, 2 s of silence and words_1.
-func twoUtterances(t *testing.T) []float32 {
+func twoUtterances(t testing.TB) []float32 {
 	pcm := loadPCM(t, "demo")
 	pcm = append(pcm, make([]float32, 32000)...)
 	return append(pcm, loadPCM(t, "words_1")...)
