@@ -43,8 +43,9 @@ import (
 // for browsers (which cannot set headers on a WebSocket), the
 // subprotocols "edge.stream.v1" and "edge.api-key.KEY" offered together
 // (new WebSocket(url, ["edge.stream.v1", "edge.api-key." + key])); the
-// server answers with "edge.stream.v1". Keys are not taken from the query:
-// URLs end up in logs.
+// server answers with "edge.stream.v1" (such a key must be a valid
+// subprotocol token: letters, digits and !#$%&'*+-.^_`|~). Keys are not
+// taken from the query: URLs end up in logs.
 //
 // Client to server: binary messages of whole PCM frames (any length up to
 // serve.max_frame_bytes); the text message {"type":"end"} flushes: the
