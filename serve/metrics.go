@@ -9,7 +9,7 @@ import (
 // of their own with the Go runtime and process collectors beside them.
 //
 //	edge_serve_requests_total{route,code}            answered requests ("499": the client went away)
-//	edge_serve_request_duration_seconds{route}       first byte to answer, every outcome
+//	edge_serve_request_duration_seconds{route}       first byte to answer, every outcome (/v1/audio/stream: the whole session)
 //	edge_serve_queue_wait_seconds                    submit to start of work
 //	edge_serve_stage_seconds{stage}                  audio (file decoding), then asr's: fbank, encoder, decode (CTC)
 //	edge_serve_queue_depth                           queued, not started

@@ -28,7 +28,7 @@ const serveUsage = "[--model DIR] [--listen 127.0.0.1:8080] [--api-key-file FILE
 
 func init() {
 	register(command{name: "serve", usage: serveUsage,
-		summary: "speech service: OpenAI-compatible /v1/audio/transcriptions, /v1/audio/alignments, /health, /metrics", run: runServe})
+		summary: "speech service: OpenAI-compatible /v1/audio/transcriptions, /v1/audio/alignments, the /v1/audio/stream WebSocket, /health, /metrics", run: runServe})
 }
 
 // serveFlags are the flags of the serve.* config keys: --max-batch sets
