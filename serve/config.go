@@ -61,8 +61,12 @@ type Config struct {
 
 	// Languages are the ISO-639 codes the loaded model transcribes (e.g.
 	// ["en"]); a request naming another language gets 400. Empty: the
-	// model's language is unknown and any well-formed code is accepted.
+	// model manifest's language when it states one, else any well-formed
+	// code is accepted.
 	Languages []string `koanf:"languages"`
+	// Streams configures GET /v1/audio/stream (see stream.go).
+	Streams StreamConfig `koanf:",squash"`
+
 	// TempDir is where uploads are spooled ("" = the system's temporary
 	// directory); the server makes a private directory inside it and
 	// removes it on Shutdown.
@@ -90,6 +94,7 @@ func DefaultConfig() Config {
 		Parallel:        2,
 		RequestTimeout:  2 * time.Minute,
 		DrainTimeout:    30 * time.Second,
+		Streams:         defaultStreamConfig(),
 	}
 }
 
@@ -135,6 +140,7 @@ func (c *Config) check() error {
 			bad("serve.languages: %q is not an ISO-639-1 or -3 code", l)
 		}
 	}
+	errs = append(errs, c.Streams.check()...)
 	if c.APIKeyFile != "" {
 		if c.APIKey != "" {
 			bad("set serve.api_key or serve.api_key_file, not both")

@@ -9,7 +9,7 @@ import (
 // of their own with the Go runtime and process collectors beside them.
 //
 //	edge_serve_requests_total{route,code}            answered requests ("499": the client went away)
-//	edge_serve_request_duration_seconds{route}       first byte to answer, every outcome
+//	edge_serve_request_duration_seconds{route}       first byte to answer, every outcome (/v1/audio/stream: the whole session)
 //	edge_serve_queue_wait_seconds                    submit to start of work
 //	edge_serve_stage_seconds{stage}                  audio (file decoding), then asr's: fbank, encoder, decode (CTC)
 //	edge_serve_queue_depth                           queued, not started
@@ -22,6 +22,10 @@ import (
 //	edge_serve_dropped_total{reason}                 queued jobs dropped unstarted (cancelled, timeout)
 //	edge_serve_device_memory_bytes{device,kind}      the backend allocator's device memory, in_use and cached, where it reports it
 //	edge_serve_ready                                 1 when serving, 0 while loading or draining
+//	edge_serve_streams_active                        open /v1/audio/stream sessions
+//	edge_serve_streams_total{outcome}                ended sessions: end, idle_timeout, max_duration, shutting_down, client_gone, invalid_audio, invalid_message, frame_too_large, internal_error
+//	edge_serve_stream_audio_seconds_total            audio received by streams
+//	edge_serve_stream_final_latency_seconds          arrival of the audio that ended an utterance (or of end) to its final being sent
 type metrics struct {
 	reg        *prometheus.Registry
 	requests   *prometheus.CounterVec
@@ -33,6 +37,11 @@ type metrics struct {
 	processing *prometheus.CounterVec
 	rtf        *prometheus.HistogramVec
 	dropped    *prometheus.CounterVec
+
+	streamsActive      prometheus.Gauge
+	streams            *prometheus.CounterVec
+	streamAudio        prometheus.Counter
+	streamFinalLatency prometheus.Histogram
 }
 
 func newMetrics(s *Server) *metrics {
@@ -70,6 +79,20 @@ func newMetrics(s *Server) *metrics {
 	m.dropped = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "edge_serve_dropped_total", Help: "Queued requests dropped before they started, by reason (cancelled: the client went away; timeout).",
 	}, []string{"reason"})
+	m.streamsActive = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "edge_serve_streams_active", Help: "Open streaming sessions (GET /v1/audio/stream).",
+	})
+	m.streams = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "edge_serve_streams_total", Help: "Streaming sessions ended, by outcome (end, idle_timeout, max_duration, shutting_down, client_gone, invalid_audio, invalid_message, frame_too_large, internal_error).",
+	}, []string{"outcome"})
+	m.streamAudio = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "edge_serve_stream_audio_seconds_total", Help: "Seconds of audio received by streaming sessions.",
+	})
+	m.streamFinalLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "edge_serve_stream_final_latency_seconds", Help: "Time from the arrival of the audio that ended an utterance (or of the end message) to its final result being sent.",
+		Buckets: latencyBuckets,
+	})
+	m.reg.MustRegister(m.streamsActive, m.streams, m.streamAudio, m.streamFinalLatency)
 	m.reg.MustRegister(m.requests, m.latency, m.queueWait, m.stages, m.batchSize, m.audio, m.processing, m.rtf, m.dropped,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edge_serve_queue_depth", Help: "Requests queued and not yet started."},
 			func() float64 { return float64(s.sched.queued.Load()) }),

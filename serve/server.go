@@ -10,7 +10,8 @@
 //	                               edge's transcript JSON, the `edge align --format json` result)
 //	GET  /health                   200 {"status":"ok"} when ready; 503 while loading or draining
 //	GET  /metrics                  Prometheus text format (see metrics)
-//	/v1/realtime                   501: streaming recognition is not implemented yet
+//	GET  /v1/audio/stream          WebSocket: live PCM in, partial/final JSON out (see stream.go)
+//	/v1/realtime                   501 naming /v1/audio/stream: OpenAI's Realtime protocol is not spoken
 //
 // Every error is JSON, {"error": {"message", "type", "param", "code"}}, as
 // OpenAI's are: 400 for a malformed request or a file that is not audio,
@@ -77,6 +78,10 @@ type loaded struct {
 	rate   int
 	align  bool                  // the model can align text (a character vocabulary)
 	memory func() []memorySample // device memory, nil when not reported
+
+	// languages are serve.languages, or else the manifest's language:
+	// requests naming another get 400; empty accepts any code.
+	languages []string
 }
 
 // Server answers the routes in the package doc.
@@ -94,6 +99,8 @@ type Server struct {
 
 	mu   sync.Mutex
 	srvs []*http.Server
+
+	streams streamSet
 
 	// ewma is the mean seconds per request (exponentially weighted), for
 	// Retry-After.
@@ -126,7 +133,11 @@ func New(cfg Config) (*Server, error) {
 // The server does not close rec.
 func (s *Server) Ready(rec Recognizer, backend runtime.Backend) {
 	m := rec.Manifest()
-	s.eng.Store(&loaded{rec: rec, name: m.Name, rate: m.SampleRate, align: m.WordDelimiter != "", memory: deviceMemory(backend)})
+	langs := s.cfg.Languages
+	if len(langs) == 0 && m.Language != "" {
+		langs = []string{m.Language}
+	}
+	s.eng.Store(&loaded{rec: rec, name: m.Name, rate: m.SampleRate, align: m.WordDelimiter != "", languages: langs, memory: deviceMemory(backend)})
 	s.state.CompareAndSwap(stateLoading, stateReady)
 }
 
@@ -162,12 +173,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.state.Store(stateDraining)
 	srvs := s.srvs
 	s.mu.Unlock()
+	s.streams.beginDrain()
 	drain := time.NewTimer(s.cfg.DrainTimeout)
 	defer drain.Stop()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 wait:
-	for s.sched.admitted.Load() > 0 {
+	for s.sched.admitted.Load() > 0 || s.streams.count() > 0 {
 		select {
 		case <-tick.C:
 		case <-drain.C:
@@ -176,10 +188,11 @@ wait:
 			break wait
 		}
 	}
-	if n := s.sched.admitted.Load(); n > 0 {
-		s.log.Warn("drain timed out: cancelling requests", "requests", n)
+	if n, m := s.sched.admitted.Load(), s.streams.count(); n > 0 || m > 0 {
+		s.log.Warn("drain timed out: cancelling requests", "requests", n, "streams", m)
 	}
 	s.cancel()
+	s.streams.wait(10 * time.Second) // hijacked: srv.Shutdown does not wait for them
 	var errs []error
 	for _, srv := range srvs {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -231,9 +244,11 @@ func (s *Server) Handler() http.Handler {
 			if e = onlyMethod(r, http.MethodGet, http.MethodHead); e == nil {
 				metrics.ServeHTTP(rec, r)
 			}
+		case streamRoute:
+			e = s.stream(rec, r)
 		case "/v1/realtime":
 			e = newError(http.StatusNotImplemented, typeInvalidRequest, "", "not_implemented",
-				"streaming recognition is not implemented: edge has no streaming recogniser yet; POST whole files to /v1/audio/transcriptions")
+				"OpenAI's Realtime API is not implemented; stream PCM over a WebSocket to GET %s instead (edge's own protocol)", streamRoute)
 		default:
 			e = newError(http.StatusNotFound, typeInvalidRequest, "", "unknown_url", "no route %s %s", r.Method, clip(r.URL.Path, 100))
 		}
@@ -246,7 +261,7 @@ func (s *Server) Handler() http.Handler {
 // routeOf maps a path to its metrics label (unknown paths share one).
 func routeOf(path string) string {
 	switch path {
-	case "/v1/audio/transcriptions", "/v1/audio/alignments", "/health", "/metrics", "/v1/realtime":
+	case "/v1/audio/transcriptions", "/v1/audio/alignments", "/health", "/metrics", "/v1/realtime", streamRoute:
 		return path
 	}
 	return "other"
@@ -267,12 +282,13 @@ func (s *Server) authorized(r *http.Request) bool {
 	if s.cfg.APIKey == "" {
 		return true
 	}
+	key := protocolKey(r) // a browser's WebSocket cannot send headers
 	h := r.Header.Get("Authorization")
 	const prefix = "Bearer "
-	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
-		return false
+	if len(h) >= len(prefix) && strings.EqualFold(h[:len(prefix)], prefix) {
+		key = strings.TrimSpace(h[len(prefix):])
 	}
-	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(h[len(prefix):])), []byte(s.cfg.APIKey)) == 1
+	return key != "" && subtle.ConstantTimeCompare([]byte(key), []byte(s.cfg.APIKey)) == 1
 }
 
 func (s *Server) health(w http.ResponseWriter) {
@@ -353,14 +369,9 @@ func (s *Server) recognize(w http.ResponseWriter, r *http.Request, task string) 
 	if e := onlyMethod(r, http.MethodPost); e != nil {
 		return e
 	}
-	eng := s.engine()
-	switch st := s.state.Load(); {
-	case st == stateLoading || eng == nil:
-		e := newError(http.StatusServiceUnavailable, typeServer, "", "model_loading", "the model is loading; try again shortly")
-		e.retryAfter = 5
+	eng, e := s.readyEngine()
+	if e != nil {
 		return e
-	case st == stateDraining:
-		return newError(http.StatusServiceUnavailable, typeServer, "", "shutting_down", "the server is shutting down")
 	}
 	if !s.sched.admit() {
 		e := newError(http.StatusTooManyRequests, typeRateLimit, "", "rate_limit_exceeded",
@@ -415,8 +426,8 @@ func (s *Server) recognize(w http.ResponseWriter, r *http.Request, task string) 
 		return internalError()
 	}
 	lang := req.language
-	if lang == "" && len(s.cfg.Languages) > 0 {
-		lang = s.cfg.Languages[0]
+	if lang == "" && len(eng.languages) > 0 {
+		lang = eng.languages[0]
 	}
 	body, ct, err := render(o.tr, o.audio, req.format, req.words, req.segments, task, lang, eng.name)
 	if err != nil {
@@ -472,9 +483,9 @@ func (s *Server) parseRequest(f *form, task string, eng *loaded) (*request, *api
 		if !languageCode.MatchString(l) {
 			return nil, badRequest("language", "invalid_language", "language %q is not an ISO-639-1 code such as \"en\"", clip(f.value("language"), 40))
 		}
-		if len(s.cfg.Languages) > 0 && !contains(s.cfg.Languages, l) {
+		if len(eng.languages) > 0 && !contains(eng.languages, l) {
 			return nil, badRequest("language", "unsupported_language", "model %s transcribes %s, not %q",
-				eng.name, strings.Join(s.cfg.Languages, ", "), l)
+				eng.name, strings.Join(eng.languages, ", "), l)
 		}
 		req.language = l
 	}
@@ -485,7 +496,7 @@ func (s *Server) parseRequest(f *form, task string, eng *loaded) (*request, *api
 		}
 	}
 	if isTrue(f.value("stream")) {
-		return nil, badRequest("stream", "unsupported_value", "stream=true is not supported: edge answers whole files (no streaming recogniser yet)")
+		return nil, badRequest("stream", "unsupported_value", "stream=true is not supported: this route answers whole files; stream live audio to GET %s", streamRoute)
 	}
 	if task == "align" {
 		req.text = f.value("text")

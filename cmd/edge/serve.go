@@ -28,7 +28,7 @@ const serveUsage = "[--model DIR] [--listen 127.0.0.1:8080] [--api-key-file FILE
 
 func init() {
 	register(command{name: "serve", usage: serveUsage,
-		summary: "speech service: OpenAI-compatible /v1/audio/transcriptions, /v1/audio/alignments, /health, /metrics", run: runServe})
+		summary: "speech service: OpenAI-compatible /v1/audio/transcriptions, /v1/audio/alignments, the /v1/audio/stream WebSocket, /health, /metrics", run: runServe})
 }
 
 // serveFlags are the flags of the serve.* config keys: --max-batch sets
@@ -66,8 +66,14 @@ func parseServe(args []string) (*serveOptions, error) {
 	fs.Int(sf("parallel"), def.Parallel, "batches running at once")
 	fs.Duration(sf("request-timeout"), def.RequestTimeout, "limit on one request, upload to answer (504 beyond)")
 	fs.Duration(sf("drain-timeout"), def.DrainTimeout, "on SIGTERM/SIGINT, how long admitted requests may take to finish")
-	fs.StringSlice(sf("languages"), nil, "ISO-639 codes the model transcribes (e.g. en); requests for others get 400 (default: any)")
+	fs.StringSlice(sf("languages"), nil, "ISO-639 codes the model transcribes (e.g. en); requests for others get 400 (default: the model.yaml language, else any)")
 	fs.String(sf("temp-dir"), "", "directory for spooled uploads (default: the system's)")
+	ds := def.Streams
+	fs.Int(sf("max-streams"), ds.MaxStreams, "open /v1/audio/stream WebSockets at once (429 before the upgrade beyond)")
+	fs.Duration(sf("max-stream-duration"), ds.MaxStreamDuration, "longest stream, in audio and in wall time (flushed and closed beyond)")
+	fs.Duration(sf("stream-idle-timeout"), ds.StreamIdleTimeout, "a stream sending nothing for this long is flushed and closed")
+	fs.Int64(sf("max-frame-bytes"), ds.MaxFrameBytes, "largest stream message, bytes (error and close 1009 beyond)")
+	fs.StringSlice(sf("stream-origins"), nil, "Origin host patterns (e.g. *.example.com) whose pages may open streams, besides same-origin ones")
 
 	o := &serveOptions{}
 	bench := fs.String("bench", "", "benchmark instead of serving: start on a loopback port, load it with these client concurrencies (e.g. 1,4,16,64; queue_size is raised to the largest), print a table, exit")

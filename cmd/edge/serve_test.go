@@ -79,3 +79,25 @@ func TestServeBench(t *testing.T) {
 	}
 	assert.Contains(t, errOut, "ready: model edge-char-ctc")
 }
+
+// The stream limits are serve.* keys too, flat beside the others.
+func TestServeStreamConfig(t *testing.T) {
+	def := serve.DefaultConfig().Streams
+	cfg, err := serveConfig(t)
+	require.NoError(t, err)
+	assert.Empty(t, cfg.Streams.StreamOrigins)
+	cfg.Streams.StreamOrigins = nil
+	assert.Equal(t, def, cfg.Streams)
+	t.Setenv("EDGE_SERVE__MAX_STREAMS", "3")
+	t.Setenv("EDGE_SERVE__STREAM_IDLE_TIMEOUT", "5s")
+	cfg, err = serveConfig(t, "--max-stream-duration", "10m", "--max-frame-bytes", "8192", "--stream-origins", "*.example.com")
+	require.NoError(t, err)
+	assert.Equal(t, 3, cfg.Streams.MaxStreams)
+	assert.Equal(t, 5*time.Second, cfg.Streams.StreamIdleTimeout)
+	assert.Equal(t, 10*time.Minute, cfg.Streams.MaxStreamDuration)
+	assert.Equal(t, int64(8192), cfg.Streams.MaxFrameBytes)
+	assert.Equal(t, []string{"*.example.com"}, cfg.Streams.StreamOrigins)
+	_, err = serve.New(func() serve.Config { c := cfg; c.Streams.MaxStreams = 0; return c }())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "serve.max_streams")
+}

@@ -114,6 +114,26 @@ type detector struct {
 
 func (d *detector) set(key, source string) { d.m.Sources[key] = source }
 
+// language takes a config's language value when it names one language: a
+// code such as "en" or a one-element list of one; several languages, or a
+// value that is not a code, leave the manifest's language unknown (noted).
+func (d *detector) language(v any, source string) {
+	if l, ok := v.([]any); ok && len(l) == 1 {
+		v = l[0]
+	}
+	switch x := v.(type) {
+	case nil:
+		return
+	case string:
+		if c := strings.ToLower(strings.TrimSpace(x)); languageCode(c) {
+			d.m.Language = c
+			d.set("language", source)
+			return
+		}
+	}
+	d.m.Notes = append(d.m.Notes, fmt.Sprintf("%s %v is not one ISO-639 code: the model's language is left unknown", source, v))
+}
+
 func (d *detector) path(name string) string { return filepath.Join(d.dir, name) }
 
 func (d *detector) nemoArchive() string {
@@ -497,6 +517,8 @@ type nemoConfig struct {
 		VocabPath string `yaml:"vocab_path"`
 	} `yaml:"tokenizer"`
 	Target string `yaml:"target"`
+	// Language is stated by some exports; edge reads a single code.
+	Language any `yaml:"language"`
 }
 
 func readNeMoConfig(path string) (*nemoConfig, error) {
@@ -560,6 +582,7 @@ func (d *detector) nemo() error {
 	d.set("frame_stride", fmt.Sprintf("%s encoder.subsampling_factor=%d x preprocessor window_stride (%d samples)", cfgName, sub, p.hop))
 	m.Name = "nemo-" + strings.TrimSuffix(firstNonEmpty(lastDot(cfg.Target), "ctc"), "Model")
 	d.set("name", cfgName+" target")
+	d.language(cfg.Language, cfgName+" language")
 	// Vocabulary: the tokenizer's pieces, or decoder.vocabulary; the blank follows them.
 	var v *Vocabulary
 	if tk := cfg.Tokenizer; tk != nil && tk.ModelPath != "" {
@@ -797,6 +820,7 @@ type hfConfig struct {
 		SubsamplingFactor int `json:"subsampling_factor"`
 		NumMelBins        int `json:"num_mel_bins"`
 	} `json:"encoder_config"`
+	Language any `json:"language"`
 }
 
 // w2vFamily are the architectures sharing Wav2Vec2ForCTC's interface.
@@ -860,6 +884,7 @@ func (d *detector) huggingFace() error {
 	}
 	m.Name = "hf-" + strings.ToLower(strings.TrimSuffix(arch, "ForCTC"))
 	d.set("name", archSrc)
+	d.language(cfg.Language, "config.json language")
 	if err := d.pickONNX("model.onnx", filepath.Join("onnx", "model.onnx")); err != nil {
 		return err
 	}

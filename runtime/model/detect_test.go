@@ -312,3 +312,40 @@ func TestReadONNX(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ElemFloat16, h.Inputs[0].Elem)
 }
+
+// TestDetectLanguage: a language that Hugging Face's config.json or
+// NeMo's model_config.yaml states becomes the manifest's, with its source;
+// several languages or a name that is not a code leave it unknown, noted.
+func TestDetectLanguage(t *testing.T) {
+	hf := func(t *testing.T, value string) *Manifest {
+		dir := copyDir(t, filepath.Join(testdata, "w2v"))
+		edit(t, filepath.Join(dir, "config.json"), func(s string) string {
+			return strings.Replace(s, "{", `{"language": `+value+`, `, 1)
+		})
+		m, err := Load(dir)
+		require.NoError(t, err)
+		return m
+	}
+	m := hf(t, `"EN"`)
+	assert.Equal(t, "en", m.Language)
+	assert.Equal(t, "config.json language", m.Sources["language"])
+	assert.Equal(t, "de", hf(t, `["de"]`).Language)
+	for _, v := range []string{`["en", "de"]`, `"English"`, `7`} {
+		m := hf(t, v)
+		assert.Empty(t, m.Language, v)
+		assert.Contains(t, strings.Join(m.Notes, "\n"), "config.json language", v)
+	}
+	m = hf(t, `null`)
+	assert.Empty(t, m.Language)
+
+	dir := copyDir(t, filepath.Join(testdata, "nemo"))
+	edit(t, filepath.Join(dir, "model_config.yaml"), func(s string) string { return "language: es\n" + s })
+	m, err := Load(dir)
+	require.NoError(t, err)
+	assert.Equal(t, "es", m.Language)
+	assert.Equal(t, "model_config.yaml language", m.Sources["language"])
+	dir = copyDir(t, filepath.Join(testdata, "nemo"))
+	m, err = Load(dir)
+	require.NoError(t, err)
+	assert.Empty(t, m.Language)
+}

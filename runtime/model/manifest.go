@@ -87,6 +87,11 @@ const (
 type Manifest struct {
 	Name       string `yaml:"name"`
 	SampleRate int    `yaml:"sample_rate"`
+	// Language is the ISO-639-1 or -3 code (lower case, e.g. "en") of the
+	// language the model transcribes; empty when unknown or several.
+	// edge serve refuses requests naming another (serve.languages
+	// overrides it).
+	Language string `yaml:"language,omitempty"`
 	// Frontend holds the fbank op parameters (preset, layout, ...); nil for
 	// raw-waveform models.
 	Frontend map[string]any `yaml:"frontend"`
@@ -376,6 +381,9 @@ func (m *Manifest) validate() error {
 	if strings.TrimSpace(m.Name) == "" {
 		bad("name is missing")
 	}
+	if m.Language != "" && !languageCode(m.Language) {
+		bad("language %q is not a lower-case ISO-639-1 or -3 code such as en or eng", m.Language)
+	}
 	if m.SampleRate <= 0 || m.SampleRate > 384000 {
 		bad("sample_rate %d is out of range (want 1..384000 Hz, e.g. 16000)", m.SampleRate)
 	}
@@ -456,4 +464,17 @@ func (m *Manifest) validateIO(bad func(string, ...any)) {
 	case !lp && !lg:
 		bad("encoder.outputs needs log_probs (log-softmax applied) or logits")
 	}
+}
+
+// languageCode reports whether s is two or three lower-case ASCII letters.
+func languageCode(s string) bool {
+	if len(s) < 2 || len(s) > 3 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return true
 }

@@ -108,6 +108,7 @@ func TestParseErrors(t *testing.T) {
 		{"no preset", edit(nemoManifest, "preset: parakeet-128, ", ""), []string{"frontend.preset is missing"}},
 		{"bad layout", edit(nemoManifest, "layout: mel_time", "layout: sideways"), []string{"frontend.layout sideways is not mel_time or time_mel"}},
 		{"bad normalize", edit(nemoManifest, "normalize: none", "normalize: loud"), []string{`normalize "loud" is not none or per_utterance`}},
+		{"bad language", edit(nemoManifest, "sample_rate: 16000", "language: English\nsample_rate: 16000"), []string{`language "English" is not a lower-case ISO-639-1 or -3 code`}},
 		{"per_utterance with frontend", edit(nemoManifest, "normalize: none", "normalize: per_utterance"), []string{"applies to raw-waveform models"}},
 		{"no encoder file", edit(nemoManifest, "  file: model.onnx\n", ""), []string{"encoder.file is missing"}},
 		{"unknown input", edit(nemoManifest, "lengths: length}", "lengths: length, mask: m}"), []string{`encoder.inputs has unknown name "mask"`}},
@@ -281,4 +282,21 @@ func TestUsePrecision(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, m.UsePrecision(PrecisionInt8))
 	assert.Equal(t, Int8FileName, m.Encoder.File)
+}
+
+// TestManifestLanguage: model.yaml's language is read, validated and
+// rendered back by YAML (what edge models inspect shows).
+func TestManifestLanguage(t *testing.T) {
+	m, err := Parse([]byte(strings.Replace(nemoManifest, "sample_rate: 16000", "language: en\nsample_rate: 16000", 1)), t.TempDir())
+	require.NoError(t, err)
+	assert.Equal(t, "en", m.Language)
+	y, err := m.YAML()
+	require.NoError(t, err)
+	assert.Contains(t, string(y), "language: en")
+	m, err = Parse([]byte(nemoManifest), t.TempDir())
+	require.NoError(t, err)
+	assert.Empty(t, m.Language)
+	y, err = m.YAML()
+	require.NoError(t, err)
+	assert.NotContains(t, string(y), "language")
 }

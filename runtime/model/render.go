@@ -56,6 +56,9 @@ func (m *Manifest) YAML() ([]byte, error) {
 		return n
 	}
 	add(root, "name", scalar(m.Name), src("name"))
+	if m.Language != "" {
+		add(root, "language", scalar(m.Language), src("language"))
+	}
 	add(root, "sample_rate", scalar(m.SampleRate), src("sample_rate"))
 	if m.Frontend != nil {
 		fe := &yaml.Node{Kind: yaml.MappingNode}
