@@ -1,14 +1,23 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/edgespeech/edge/asr"
+	"github.com/edgespeech/edge/asr/transcript"
+	"github.com/edgespeech/edge/plugins/vad"
+	"github.com/edgespeech/edge/runtime/audio"
 )
 
 const (
@@ -112,4 +121,60 @@ func TestTranscribeProviderFlags(t *testing.T) {
 	code, _, stderr = capture(t, "transcribe", "--model", bundledModel, "--backend", "tpu", demoClip)
 	assert.NotEqual(t, 0, code)
 	assert.Contains(t, stderr, `unknown backend "tpu"`)
+}
+
+// TestTranscribeStreamsAsOffline: 40 s of the bundled clips with pauses,
+// stored at 22.05 kHz (so it is resampled in pieces), gives in every format
+// exactly what offline recognition of the whole decoded file writes, with
+// VAD (every format) and without (text and srt), from a file and from
+// standard input.
+func TestTranscribeStreamsAsOffline(t *testing.T) {
+	var pcm []float32
+	names := []string{"demo", "words_1", "words_2", "words_3", "words_4"}
+	for i := 0; len(pcm) < 40*16000; i++ {
+		x, err := audio.Load("../../models/default/testdata/"+names[i%len(names)]+".wav", 16000)
+		require.NoError(t, err)
+		pcm = append(pcm, x...)
+		pcm = append(pcm, make([]float32, 16000*(i%3)/2+4000)...)
+	}
+	up, err := audio.Resample(pcm, 16000, 22050)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "minute.wav")
+	require.NoError(t, os.WriteFile(path, wavBytes(22050, up), 0o644))
+	x, err := audio.Load(path, 16000)
+	require.NoError(t, err)
+	for _, useVAD := range []bool{true, false} {
+		opt := asr.Options{}
+		if useVAD {
+			rules := vad.DefaultRules()
+			rules.MaxSpeech = 30 * time.Second
+			opt.VAD = &vad.Options{Rules: &rules}
+		}
+		rec, err := asr.Open(bundledModel, opt)
+		require.NoError(t, err)
+		want, err := rec.Transcribe(context.Background(), x)
+		require.NoError(t, err)
+		require.NoError(t, rec.Close())
+		require.NotEmpty(t, want.Words)
+		formats := transcript.Formats()
+		if !useVAD {
+			formats = []transcript.Format{transcript.Text, transcript.SRT, transcript.TSV}
+		}
+		for _, f := range formats {
+			var buf bytes.Buffer
+			require.NoError(t, transcript.Write(&buf, want, f, transcript.WriteOptions{Utterance: "minute"}))
+			code, out, stderr := capture(t, "transcribe", "--model", bundledModel, "--vad="+fmt.Sprint(useVAD), "--format", string(f), path)
+			require.Equal(t, 0, code, stderr)
+			require.Equal(t, buf.String(), out, "%s, vad %v", f, useVAD)
+			if f == transcript.TSV {
+				b, err := os.ReadFile(path)
+				require.NoError(t, err)
+				stdin = bytes.NewReader(b)
+				code, out, stderr = capture(t, "transcribe", "--model", bundledModel, "--vad="+fmt.Sprint(useVAD), "--format", string(f), "-")
+				stdin = os.Stdin
+				require.Equal(t, 0, code, stderr)
+				require.Equal(t, buf.String(), out, "stdin, vad %v", useVAD)
+			}
+		}
+	}
 }
