@@ -73,7 +73,7 @@ func (r *Recognizer) TranscribeReader(ctx context.Context, src PCMReader, opt Re
 	}
 	c := r.begin(ctx, nil)
 	defer r.end(c)
-	l := &long{r: r, c: c, V: r.manifest.Vocab.Len(), opt: opt}
+	l := &long{r: r, c: c, V: r.manifest.Vocab.Len(), opt: opt, prevEnd: -1, open: -1}
 	l.dec = &longDecoder{r: r, V: l.V, cfg: r.words, opt: opt}
 	if sf != nil {
 		vs, err := sf.NewStream(r.manifest.SampleRate)
@@ -167,7 +167,6 @@ type long struct {
 	held    *heldSegment
 	prevEnd int // EndSample of the last encoded segment (-1: none)
 	open    int // StartSample of an announced segment not yet ended (-1: none)
-	started bool
 
 	// Without VAD: the next chunk's start and the chunks being encoded.
 	next     int
@@ -187,9 +186,6 @@ type heldSegment struct {
 
 // add takes the next samples.
 func (l *long) add(ctx context.Context, pcm []float32) error {
-	if !l.started {
-		l.started, l.prevEnd, l.open = true, -1, -1
-	}
 	l.audio = append(l.audio, pcm...)
 	l.fed += len(pcm)
 	l.c.total = l.fed
