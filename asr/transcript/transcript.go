@@ -230,6 +230,11 @@ func FromSpans(spans []dpx.Span, logProbs []float32, C int, cfg Config) (*Transc
 	return tr, nil
 }
 
+// Words groups tokens into words as Transcribe does: at delimiter tokens
+// and SentencePiece markers; special tokens join no word. FirstToken and
+// LastToken index tokens.
+func Words(tokens []Token, cfg Config) []Word { return words(tokens, cfg) }
+
 // words groups tokens at delimiter tokens and SentencePiece markers.
 func words(tokens []Token, cfg Config) []Word {
 	var out []Word

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -189,5 +190,33 @@ func TestFromSpans(t *testing.T) {
 	} {
 		_, err := FromSpans(bad, lp, C, charConfig())
 		require.ErrorContains(t, err, "out of order, empty or out of range")
+	}
+}
+
+// TestWriterStreamsAsWrite: words given to a Writer in batches of any size
+// give exactly Write's output, in every format.
+func TestWriterStreamsAsWrite(t *testing.T) {
+	var words []Word
+	for i := range 40 {
+		start := time.Duration(i)*300*time.Millisecond + time.Duration(i/7)*1500*time.Millisecond
+		words = append(words, Word{Text: strings.Repeat("ab<&", 2)[:2+i%5], Start: start, End: start + 200*time.Millisecond, Confidence: 0.5})
+	}
+	texts := make([]string, len(words))
+	for i, w := range words {
+		texts[i] = w.Text
+	}
+	for _, ws := range [][]Word{nil, words[:1], words} {
+		tr := &Transcript{Words: ws, Text: strings.Join(texts[:len(ws)], " "), Tokens: []Token{}}
+		for _, f := range Formats() {
+			var want, got bytes.Buffer
+			require.NoError(t, Write(&want, tr, f, WriteOptions{}))
+			sw, err := NewWriter(&got, f, WriteOptions{})
+			require.NoError(t, err)
+			for i := 0; i < len(ws); i += 3 {
+				require.NoError(t, sw.Words(ws[i:min(i+3, len(ws))]))
+			}
+			require.NoError(t, sw.Close(tr))
+			require.Equal(t, want.String(), got.String(), "%s, %d words", f, len(ws))
+		}
 	}
 }

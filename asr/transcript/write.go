@@ -83,39 +83,20 @@ func (o WriteOptions) withDefaults() WriteOptions {
 
 // Write renders tr in format f.
 func Write(w io.Writer, tr *Transcript, f Format, opt WriteOptions) error {
-	opt = opt.withDefaults()
 	bw := bufio.NewWriter(w)
-	switch f {
-	case Text:
+	if f == Text {
 		fmt.Fprintln(bw, tr.Text)
-	case JSON:
-		if err := writeJSON(bw, tr); err != nil {
-			return err
-		}
-	case SRT:
-		for i, c := range cues(tr.Words, opt) {
-			fmt.Fprintf(bw, "%d\n%s --> %s\n%s\n\n", i+1, clock(c.start, ','), clock(c.end, ','), c.text)
-		}
-	case VTT:
-		bw.WriteString("WEBVTT\n\n")
-		esc := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
-		for _, c := range cues(tr.Words, opt) {
-			fmt.Fprintf(bw, "%s --> %s\n%s\n\n", clock(c.start, '.'), clock(c.end, '.'), esc.Replace(c.text))
-		}
-	case CTM:
-		for _, wd := range tr.Words {
-			fmt.Fprintf(bw, "%s %s %.3f %.3f %s %.3f\n", opt.Utterance, opt.Channel, wd.Start.Seconds(),
-				(wd.End - wd.Start).Seconds(), strings.Join(strings.Fields(wd.Text), "_"), wd.Confidence)
-		}
-	case TSV:
-		bw.WriteString("start\tend\ttext\n")
-		clean := strings.NewReplacer("\t", " ", "\n", " ", "\r", " ")
-		for _, wd := range tr.Words {
-			fmt.Fprintf(bw, "%d\t%d\t%s\n", wd.Start.Round(time.Millisecond).Milliseconds(),
-				wd.End.Round(time.Millisecond).Milliseconds(), clean.Replace(wd.Text))
-		}
-	default:
-		return fmt.Errorf("unknown transcript format %q (want one of text, json, srt, vtt, ctm, tsv)", f)
+		return bw.Flush()
+	}
+	sw, err := NewWriter(bw, f, opt)
+	if err != nil {
+		return err
+	}
+	if err := sw.Words(tr.Words); err != nil {
+		return err
+	}
+	if err := sw.Close(tr); err != nil {
+		return err
 	}
 	return bw.Flush()
 }
@@ -133,31 +114,54 @@ type cue struct {
 
 // cues groups words into subtitle cues (see WriteOptions).
 func cues(words []Word, opt WriteOptions) []cue {
+	c := cuer{opt: opt}
 	var out []cue
-	var cur cue
-	var parts []string
-	chars := 0
-	for i, w := range words {
-		n := utf8.RuneCountInString(w.Text)
-		if len(parts) > 0 && (chars+1+n > opt.MaxCueChars || w.End-cur.start > opt.MaxCueDuration || w.Start-words[i-1].End > opt.MaxCueGap) {
-			cur.text = strings.Join(parts, " ")
-			out = append(out, cur)
-			parts, chars = parts[:0], 0
+	for _, w := range words {
+		if done, ok := c.add(w); ok {
+			out = append(out, done)
 		}
-		if len(parts) == 0 {
-			cur.start = w.Start
-			chars = n
-		} else {
-			chars += 1 + n
-		}
-		parts = append(parts, w.Text)
-		cur.end = w.End
 	}
-	if len(parts) > 0 {
-		cur.text = strings.Join(parts, " ")
-		out = append(out, cur)
+	if done, ok := c.flush(); ok {
+		out = append(out, done)
 	}
 	return out
+}
+
+// cuer groups words into subtitle cues (see WriteOptions) as they come:
+// add returns the cue a word ends, flush the last one.
+type cuer struct {
+	opt     WriteOptions
+	cur     cue
+	parts   []string
+	chars   int
+	prevEnd time.Duration
+}
+
+func (c *cuer) add(w Word) (done cue, ok bool) {
+	n := utf8.RuneCountInString(w.Text)
+	if len(c.parts) > 0 && (c.chars+1+n > c.opt.MaxCueChars || w.End-c.cur.start > c.opt.MaxCueDuration || w.Start-c.prevEnd > c.opt.MaxCueGap) {
+		done, ok = c.flush()
+	}
+	if len(c.parts) == 0 {
+		c.cur.start = w.Start
+		c.chars = n
+	} else {
+		c.chars += 1 + n
+	}
+	c.parts = append(c.parts, w.Text)
+	c.cur.end = w.End
+	c.prevEnd = w.End
+	return done, ok
+}
+
+func (c *cuer) flush() (cue, bool) {
+	if len(c.parts) == 0 {
+		return cue{}, false
+	}
+	c.cur.text = strings.Join(c.parts, " ")
+	done := c.cur
+	c.parts, c.chars = c.parts[:0], 0
+	return done, true
 }
 
 type jsonToken struct {

@@ -65,6 +65,16 @@ func newAudioSource(k *koanf.Koanf) (*audioSource, error) {
 	return s, nil
 }
 
+// open starts decoding one input (- is standard input) as a stream of mono
+// samples at rate Hz; the caller closes it and reads its truncation report
+// at the end.
+func (s *audioSource) open(path string, rate int) (*audio.Stream, error) {
+	if path == stdinName {
+		return s.opts.OpenReader(stdin, -1, "stdin", rate)
+	}
+	return s.opts.Open(path, rate)
+}
+
 // load decodes one input (- is standard input) to mono at rate Hz and
 // warns when it is truncated.
 func (s *audioSource) load(path string, rate int) (*audio.Clip, error) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -305,4 +306,131 @@ func writeFile(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return f.Close()
+}
+
+// outStream is one input's output while the input is transcribed: the
+// words of formats that allow it are written as they become final (to a
+// file, as FILE.part until the transcript is complete); JSON is written
+// whole at the end.
+type outStream struct {
+	o     *output
+	input string
+	sw    *transcript.Writer
+	bw    *bufio.Writer
+	file  *os.File      // the .part file being written, or nil
+	path  string        // its final name
+	buf   *bytes.Buffer // JSON Lines: the object, written at close
+	wrote bool          // words were written
+}
+
+// open starts the output of input (see output for where it goes).
+func (o *output) open(input string) (*outStream, error) {
+	s := &outStream{o: o, input: input}
+	if o.format == transcript.JSON {
+		return s, nil // written whole by close
+	}
+	var w io.Writer = o.stdout
+	switch {
+	case o.dir != "" || o.file != "":
+		s.path = o.file
+		if o.dir != "" {
+			s.path = o.names[input]
+		}
+		if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
+			return nil, err
+		}
+		f, err := os.Create(s.path + ".part")
+		if err != nil {
+			return nil, err
+		}
+		s.file, w = f, f
+	case o.many:
+		sep := ""
+		if !o.first {
+			sep = "\n"
+		}
+		o.first = false
+		if _, err := fmt.Fprintf(o.stdout, "%s==> %s <==\n", sep, displayName(input)); err != nil {
+			return nil, err
+		}
+	}
+	s.bw = bufio.NewWriter(w)
+	sw, err := transcript.NewWriter(s.bw, o.format, o.writeOptions(input))
+	if err != nil {
+		s.discard()
+		return nil, err
+	}
+	s.sw = sw
+	return s, nil
+}
+
+// streams reports whether words are written as they come (all formats but
+// JSON), so the transcript need not keep them.
+func (s *outStream) streams() bool { return s.sw != nil }
+
+// words writes final words, flushed at once.
+func (s *outStream) words(ws []transcript.Word) error {
+	if s.sw == nil {
+		return nil
+	}
+	s.wrote = true
+	if err := s.sw.Words(ws); err != nil {
+		return err
+	}
+	return s.bw.Flush()
+}
+
+// close completes the output with the transcript (all of it for JSON; for
+// the other formats only what follows the words already written).
+func (s *outStream) close(tr *transcript.Transcript) error {
+	if s.sw == nil {
+		return s.o.write(s.input, tr)
+	}
+	if !s.wrote && len(tr.Words) > 0 {
+		if err := s.sw.Words(tr.Words); err != nil {
+			s.discard()
+			return err
+		}
+	}
+	err := s.sw.Close(tr)
+	if err == nil {
+		err = s.bw.Flush()
+	}
+	if s.file == nil {
+		return err
+	}
+	if cerr := s.file.Close(); err == nil {
+		err = cerr
+	}
+	s.file = nil
+	if err != nil {
+		return err
+	}
+	return os.Rename(s.path+".part", s.path)
+}
+
+// fail ends the output of an input that failed: a file keeps what was
+// written as FILE.part (removed when it holds no words), JSON Lines get the
+// error object.
+func (s *outStream) fail(failure error) error {
+	if s.sw != nil && s.bw != nil {
+		_ = s.bw.Flush()
+	}
+	if s.file != nil {
+		_ = s.file.Close()
+		if !s.wrote {
+			_ = os.Remove(s.path + ".part")
+		}
+		s.file = nil
+	}
+	return s.o.writeError(s.input, failure)
+}
+
+// discard drops a file output that could not be started.
+func (s *outStream) discard() {
+	if s.file != nil {
+		_ = s.file.Close()
+		_ = os.Remove(s.path + ".part")
+		s.file = nil
+	}
 }

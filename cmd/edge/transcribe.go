@@ -184,16 +184,20 @@ func runTranscribe(ctx context.Context, args []string) error {
 		}
 		start := time.Now()
 		var st asr.Stats
-		tr, dur, err := transcribeOne(asr.WithStats(ctx, &st), rec, src, path, i+1, len(inputs))
+		dst, err := out.open(path)
+		if err != nil {
+			return err
+		}
+		tr, dur, err := transcribeOne(asr.WithStats(ctx, &st), rec, src, path, i+1, len(inputs), dst)
 		if err == nil {
-			err = out.write(path, tr)
+			err = dst.close(tr)
 		}
 		if !src.log.quiet || err != nil {
 			progress(os.Stderr, i+1, len(inputs), displayName(path), dur, time.Since(start), err)
 		}
 		if err != nil {
 			failed++
-			if werr := out.writeError(path, err); werr != nil {
+			if werr := dst.fail(err); werr != nil {
 				return werr
 			}
 			continue
@@ -208,41 +212,99 @@ func runTranscribe(ctx context.Context, args []string) error {
 	return nil
 }
 
-// transcribeOne decodes and recognises one input. Audio too short for the
-// model, and audio without samples, give an empty transcript and a warning,
-// not an error; so does audio in which nothing is recognised (a warning
-// only).
-func transcribeOne(ctx context.Context, rec *asr.Recognizer, src *audioSource, path string, i, n int) (*transcript.Transcript, time.Duration, error) {
-	clip, err := src.load(path, rec.Manifest().SampleRate)
-	if errors.Is(err, audio.ErrNoSamples) {
-		src.log.warn(path, "the input holds no audio samples; the transcript is empty")
-		return &transcript.Transcript{}, 0, nil
-	}
+// transcribeOne decodes and recognises one input as it is read, handing
+// its words to dst as they become final. Audio too short for the model,
+// and audio without samples, give an empty transcript and a warning, not an
+// error; so does digitally silent audio (its words, if any, are held back
+// until a sample that is not silent arrives) and audio in which nothing is
+// recognised (a warning only).
+func transcribeOne(ctx context.Context, rec *asr.Recognizer, src *audioSource, path string, i, n int, dst *outStream) (*transcript.Transcript, time.Duration, error) {
+	rate := rec.Manifest().SampleRate
+	st, err := src.open(path, rate)
 	if err != nil {
 		return nil, 0, err
 	}
-	if d := clip.Duration(); d >= longAudio && !src.log.quiet {
-		fmt.Fprintf(os.Stderr, "[%d/%d] %s: %v of audio (%s), transcribing...\n", i, n, displayName(path), d.Round(time.Second), clip.Format)
+	defer st.Close()
+	rd := &gatedReader{r: st}
+	if !src.log.quiet {
 		p := &percent{w: os.Stderr, tty: isTerminal(os.Stderr), prefix: fmt.Sprintf("[%d/%d] %s", i, n, displayName(path))}
 		defer p.done()
 		ctx = asr.WithProgress(ctx, p.show)
 	}
-	if silent(clip.Samples) {
-		src.log.warn(path, fmt.Sprintf("%v of audio is silent (no sample above one 16-bit step); the transcript is empty", clip.Duration().Round(time.Millisecond)))
-		return &transcript.Transcript{Duration: clip.Duration()}, clip.Duration(), nil
+	tr, err := rec.TranscribeReader(ctx, rd, asr.ReaderOptions{Words: rd.gate(dst.words), Discard: dst.streams()})
+	dur := time.Duration(float64(rd.n) / float64(rate) * float64(time.Second))
+	if errors.Is(err, audio.ErrNoSamples) {
+		src.log.warn(path, "the input holds no audio samples; the transcript is empty")
+		return &transcript.Transcript{}, 0, nil
 	}
-	tr, err := rec.Transcribe(ctx, clip.Samples)
-	if errors.Is(err, asr.ErrTooShort) {
-		src.log.warn(path, fmt.Sprintf("%v of audio is too short for the model (%v); the transcript is empty", clip.Duration().Round(time.Millisecond), err))
-		return &transcript.Transcript{Duration: clip.Duration()}, clip.Duration(), nil
+	if err != nil && !errors.Is(err, asr.ErrTooShort) {
+		return nil, dur, err
+	}
+	if t := st.Truncated(); t != nil {
+		src.log.warn(path, fmt.Sprintf("truncated %s: %s; transcribing what is there (--strict makes this an error)", st.Format(), t))
+	}
+	if !rd.loud {
+		src.log.warn(path, fmt.Sprintf("%v of audio is silent (no sample above one 16-bit step); the transcript is empty", dur.Round(time.Millisecond)))
+		return &transcript.Transcript{Duration: dur}, dur, nil
 	}
 	if err != nil {
-		return nil, clip.Duration(), err
+		src.log.warn(path, fmt.Sprintf("%v of audio is too short for the model (%v); the transcript is empty", dur.Round(time.Millisecond), err))
+		return &transcript.Transcript{Duration: dur}, dur, nil
 	}
-	if strings.TrimSpace(tr.Text) == "" {
-		src.log.warn(path, fmt.Sprintf("no speech recognised in %v of audio (silence?); the transcript is empty", clip.Duration().Round(time.Millisecond)))
+	if err := rd.release(); err != nil {
+		return nil, dur, err
 	}
-	return tr, clip.Duration(), nil
+	if rd.words == 0 {
+		src.log.warn(path, fmt.Sprintf("no speech recognised in %v of audio (silence?); the transcript is empty", dur.Round(time.Millisecond)))
+	}
+	return tr, dur, nil
+}
+
+// gatedReader counts the samples read through it and notes the first one
+// that is not digitally silent; its gate holds words back until then.
+type gatedReader struct {
+	r     asr.PCMReader
+	n     int
+	loud  bool
+	held  []transcript.Word
+	emit  func([]transcript.Word) error
+	words int
+}
+
+func (g *gatedReader) Read(p []float32) (int, error) {
+	n, err := g.r.Read(p)
+	g.n += n
+	if !g.loud && !silent(p[:n]) {
+		g.loud = true
+	}
+	return n, err
+}
+
+// gate wraps emit: words pass once a loud sample was read; before, they
+// wait for release.
+func (g *gatedReader) gate(emit func([]transcript.Word) error) func([]transcript.Word) error {
+	g.emit = emit
+	return func(ws []transcript.Word) error {
+		g.words += len(ws)
+		if !g.loud {
+			g.held = append(g.held, ws...)
+			return nil
+		}
+		if err := g.release(); err != nil {
+			return err
+		}
+		return emit(ws)
+	}
+}
+
+// release hands on the words held back.
+func (g *gatedReader) release() error {
+	if len(g.held) == 0 {
+		return nil
+	}
+	ws := g.held
+	g.held = nil
+	return g.emit(ws)
 }
 
 // silent reports digital silence: no sample beyond one 16-bit step
@@ -256,26 +318,29 @@ func silent(x []float32) bool {
 	return true
 }
 
-// percent shows how much of a long file is encoded: one line rewritten in
-// place on a terminal, else a line at every further 10 %.
+// percent shows how much of a long input is encoded (the audio is read as
+// it is transcribed, so its length is not known before the end): one line
+// rewritten in place on a terminal, else a line every 10 minutes of audio.
 type percent struct {
 	w      io.Writer
 	tty    bool
 	prefix string
-	last   int // the last percentage shown (-1: none yet)
+	last   int // tens of minutes shown
 	shown  bool
 }
 
-func (p *percent) show(done, total time.Duration) {
-	pc := int(100 * done / max(total, 1))
+func (p *percent) show(done, _ time.Duration) {
+	if done < longAudio {
+		return
+	}
 	if p.tty {
-		fmt.Fprintf(p.w, "\r\x1b[K%s: %d%% (%v of %v)", p.prefix, pc, done.Round(time.Second), total.Round(time.Second))
+		fmt.Fprintf(p.w, "\r\x1b[K%s: %v of audio encoded", p.prefix, done.Round(time.Second))
 		p.shown = true
 		return
 	}
-	if pc/10 > p.last/10 || !p.shown {
-		fmt.Fprintf(p.w, "%s: %d%% encoded\n", p.prefix, pc)
-		p.last, p.shown = pc, true
+	if m := int(done / (10 * time.Minute)); m > p.last || !p.shown {
+		fmt.Fprintf(p.w, "%s: %v of audio encoded\n", p.prefix, done.Round(time.Second))
+		p.last, p.shown = m, true
 	}
 }
 
@@ -285,8 +350,7 @@ func (p *percent) done() {
 	}
 }
 
-// longAudio is the length from which transcribe says it has started on a
-// file (per-chunk progress needs a hook inside asr).
+// longAudio is the audio encoded from which transcribe shows progress.
 const longAudio = time.Minute
 
 // progress reports one finished file on stderr: "[2/5] a.wav: 12.0 s of

@@ -1,14 +1,25 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/edgespeech/edge/asr"
+	"github.com/edgespeech/edge/asr/transcript"
+	"github.com/edgespeech/edge/plugins/vad"
+	"github.com/edgespeech/edge/runtime/audio"
 )
 
 const (
@@ -112,4 +123,121 @@ func TestTranscribeProviderFlags(t *testing.T) {
 	code, _, stderr = capture(t, "transcribe", "--model", bundledModel, "--backend", "tpu", demoClip)
 	assert.NotEqual(t, 0, code)
 	assert.Contains(t, stderr, `unknown backend "tpu"`)
+}
+
+// TestTranscribeStreamsAsOffline: 40 s of the bundled clips with pauses,
+// stored at 22.05 kHz (so it is resampled in pieces), gives in every format
+// exactly what offline recognition of the whole decoded file writes, with
+// VAD (every format) and without (text and srt), from a file and from
+// standard input.
+func TestTranscribeStreamsAsOffline(t *testing.T) {
+	var pcm []float32
+	names := []string{"demo", "words_1", "words_2", "words_3", "words_4"}
+	for i := 0; len(pcm) < 40*16000; i++ {
+		x, err := audio.Load("../../models/default/testdata/"+names[i%len(names)]+".wav", 16000)
+		require.NoError(t, err)
+		pcm = append(pcm, x...)
+		pcm = append(pcm, make([]float32, 16000*(i%3)/2+4000)...)
+	}
+	up, err := audio.Resample(pcm, 16000, 22050)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "minute.wav")
+	require.NoError(t, os.WriteFile(path, wavBytes(22050, up), 0o644))
+	x, err := audio.Load(path, 16000)
+	require.NoError(t, err)
+	for _, useVAD := range []bool{true, false} {
+		opt := asr.Options{}
+		if useVAD {
+			rules := vad.DefaultRules()
+			rules.MaxSpeech = 30 * time.Second
+			opt.VAD = &vad.Options{Rules: &rules}
+		}
+		rec, err := asr.Open(bundledModel, opt)
+		require.NoError(t, err)
+		want, err := rec.Transcribe(context.Background(), x)
+		require.NoError(t, err)
+		require.NoError(t, rec.Close())
+		require.NotEmpty(t, want.Words)
+		formats := transcript.Formats()
+		if !useVAD {
+			formats = []transcript.Format{transcript.Text, transcript.SRT, transcript.TSV}
+		}
+		for _, f := range formats {
+			var buf bytes.Buffer
+			require.NoError(t, transcript.Write(&buf, want, f, transcript.WriteOptions{Utterance: "minute"}))
+			code, out, stderr := capture(t, "transcribe", "--model", bundledModel, "--vad="+fmt.Sprint(useVAD), "--format", string(f), path)
+			require.Equal(t, 0, code, stderr)
+			require.Equal(t, buf.String(), out, "%s, vad %v", f, useVAD)
+			if f == transcript.TSV {
+				b, err := os.ReadFile(path)
+				require.NoError(t, err)
+				stdin = bytes.NewReader(b)
+				code, out, stderr = capture(t, "transcribe", "--model", bundledModel, "--vad="+fmt.Sprint(useVAD), "--format", string(f), "-")
+				stdin = os.Stdin
+				require.Equal(t, 0, code, stderr)
+				require.Equal(t, buf.String(), out, "stdin, vad %v", useVAD)
+			}
+		}
+	}
+}
+
+// TestTranscribeBadInputMidStream: a float WAV whose samples turn NaN 90 %
+// in (in its fourth utterance: a segment's words are final once the next
+// segment's first token is decoded) fails with an error naming the sample; the words before it are
+// on standard output already, and a file output keeps them as NAME.part.
+// Cut short, the same file is transcribed as far as it goes with a warning
+// (--strict: an error once the end is reached).
+func TestTranscribeBadInputMidStream(t *testing.T) {
+	var pcm []float32
+	for _, name := range []string{"demo", "words_1", "words_2", "words_3"} {
+		x, err := audio.Load("../../models/default/testdata/"+name+".wav", 16000)
+		require.NoError(t, err)
+		pcm = append(pcm, x...)
+		pcm = append(pcm, make([]float32, 16000)...)
+	}
+	floatWAV := func(x []float32) []byte {
+		var b bytes.Buffer
+		le := binary.LittleEndian
+		b.WriteString("RIFF")
+		_ = binary.Write(&b, le, uint32(36+4*len(x)))
+		b.WriteString("WAVEfmt ")
+		for _, v := range []any{uint32(16), uint16(3), uint16(1), uint32(16000), uint32(64000), uint16(4), uint16(32)} {
+			_ = binary.Write(&b, le, v)
+		}
+		b.WriteString("data")
+		_ = binary.Write(&b, le, uint32(4*len(x)))
+		_ = binary.Write(&b, le, x)
+		return b.Bytes()
+	}
+	dir := t.TempDir()
+	bad := append([]float32(nil), pcm...)
+	at := len(bad) * 9 / 10
+	bad[at] = float32(math.NaN())
+	path := filepath.Join(dir, "bad.wav")
+	require.NoError(t, os.WriteFile(path, floatWAV(bad), 0o644))
+	code, out, stderr := capture(t, "transcribe", "--model", bundledModel, path)
+	require.Equal(t, 1, code)
+	assert.Contains(t, stderr, fmt.Sprintf("sample %d", at))
+	assert.True(t, strings.HasPrefix(demoText, strings.TrimSpace(out)) || strings.HasPrefix(out, demoText), "words before the error: %q", out)
+	assert.NotEmpty(t, strings.TrimSpace(out))
+
+	code, _, stderr = capture(t, "transcribe", "--model", bundledModel, "--format", "tsv", "--out", filepath.Join(dir, "o")+"/", path)
+	require.Equal(t, 1, code, stderr)
+	part, err := os.ReadFile(filepath.Join(dir, "o", "bad.tsv.part"))
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(part), "start\tend\ttext\n"), string(part))
+	assert.Contains(t, string(part), "\tbrown\n")
+	_, err = os.Stat(filepath.Join(dir, "o", "bad.tsv"))
+	assert.True(t, os.IsNotExist(err), "no complete-looking output for a failed input")
+
+	whole := floatWAV(pcm)
+	cut := filepath.Join(dir, "cut.wav")
+	require.NoError(t, os.WriteFile(cut, whole[:len(whole)*2/3], 0o644))
+	code, out, stderr = capture(t, "transcribe", "--model", bundledModel, cut)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "truncated")
+	assert.True(t, strings.HasPrefix(out, demoText), out)
+	code, _, stderr = capture(t, "transcribe", "--model", bundledModel, "--strict", cut)
+	require.Equal(t, 1, code)
+	assert.Contains(t, stderr, "input ends early")
 }

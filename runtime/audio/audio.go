@@ -127,6 +127,9 @@ type Options struct {
 	// a small input a lot (FLAC's constant subframes); this caps the memory
 	// an untrusted input can claim.
 	MaxSamples int64
+
+	// sink, set by a Stream, receives the samples as they are decoded.
+	sink sampleSink
 }
 
 // Decode reads one audio stream with the zero Options: see Options.Decode.

@@ -268,22 +268,51 @@ func peekBuffered(r *bufio.Reader) []byte {
 }
 
 // samples is an append-only sample buffer that honours Options.MaxSamples.
+// When decoding for a Stream (o.sink set), decoders that read their input
+// progressively call flush after each block: the buffered samples go to the
+// sink and the buffer starts again, so only one block is held.
 type samples struct {
-	buf []float32
-	max int64
+	buf     []float32
+	max     int64
+	sink    sampleSink
+	flushed int64 // samples handed to sink
 }
+
+// sampleSink receives interleaved samples of channels at rate Hz; it owns x.
+type sampleSink func(rate, channels int, x []float32) error
 
 func newSamples(o Options, capHint int64) *samples {
 	capHint = max(0, min(capHint, 1<<22))
 	if o.MaxSamples > 0 {
 		capHint = min(capHint, o.MaxSamples)
 	}
-	return &samples{buf: make([]float32, 0, capHint), max: o.MaxSamples}
+	if o.sink != nil {
+		capHint = min(capHint, streamBlock)
+	}
+	return &samples{buf: make([]float32, 0, capHint), max: o.MaxSamples, sink: o.sink}
+}
+
+// streamBlock is the sample capacity of a block handed to a sink.
+const streamBlock = 1 << 16
+
+// total is the number of samples decoded so far (flushed ones included).
+func (s *samples) total() int64 { return s.flushed + int64(len(s.buf)) }
+
+// flush hands the buffered samples (whole frames of channels at rate Hz) to
+// the sink, if there is one.
+func (s *samples) flush(rate, channels int) error {
+	if s.sink == nil || len(s.buf) == 0 {
+		return nil
+	}
+	b := s.buf
+	s.flushed += int64(len(b))
+	s.buf = make([]float32, 0, max(cap(b), streamBlock))
+	return s.sink(rate, channels, b)
 }
 
 // room says whether n more samples fit.
 func (s *samples) room(n int) error {
-	if s.max > 0 && int64(len(s.buf))+int64(n) > s.max {
+	if s.max > 0 && s.total()+int64(n) > s.max {
 		return fmt.Errorf("%w: it decodes to more than %d samples (Options.MaxSamples)", ErrTooLong, s.max)
 	}
 	return nil

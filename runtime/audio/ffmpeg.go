@@ -2,6 +2,7 @@ package audio
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -60,6 +61,13 @@ func (o Options) viaFFmpeg(in *input, format string) (*Clip, error) {
 		return nil, fmt.Errorf("audio: running %s: %w", bin, err)
 	}
 	clip, derr := decodeWAV(newFileInput(stdout, -1, ""), o)
+	if errors.Is(derr, errStreamClosed) {
+		// The Stream reading the decode was closed: stop ffmpeg rather than
+		// decoding the rest of the file for nothing.
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, derr
+	}
 	_, _ = io.Copy(io.Discard, stdout)
 	werr := cmd.Wait()
 	if werr != nil {

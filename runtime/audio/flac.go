@@ -40,14 +40,14 @@ func decodeFLAC(in *input, o Options) (*Clip, error) {
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				clip.Truncated = &Truncation{Detail: fmt.Sprintf("flac: the input ends inside the frame after sample %d", len(out.buf)/ch)}
+				clip.Truncated = &Truncation{Detail: fmt.Sprintf("flac: the input ends inside the frame after sample %d", out.total()/int64(ch))}
 				break
 			}
-			return nil, fmt.Errorf("flac: frame %d (after sample %d): %v", len(out.buf)/ch, len(out.buf)/ch, err)
+			return nil, fmt.Errorf("flac: frame %d (after sample %d): %v", out.total()/int64(ch), out.total()/int64(ch), err)
 		}
 		if f.Channels.Count() != ch || (f.SampleRate != 0 && f.SampleRate != info.SampleRate) || (f.BitsPerSample != 0 && int(f.BitsPerSample) != bps) {
 			return nil, fmt.Errorf("flac: the frame after sample %d has %d channels at %d Hz, %d bits; STREAMINFO says %d at %d Hz, %d bits",
-				len(out.buf)/ch, f.Channels.Count(), f.SampleRate, f.BitsPerSample, ch, info.SampleRate, bps)
+				out.total()/int64(ch), f.Channels.Count(), f.SampleRate, f.BitsPerSample, ch, info.SampleRate, bps)
 		}
 		n := len(f.Subframes[0].Samples)
 		if err := out.room(n * ch); err != nil {
@@ -58,9 +58,14 @@ func decodeFLAC(in *input, o Options) (*Clip, error) {
 				out.buf = append(out.buf, float32(float64(f.Subframes[c].Samples[i])*scale))
 			}
 		}
+		if len(out.buf) >= streamBlock {
+			if err := out.flush(clip.SampleRate, ch); err != nil {
+				return nil, err
+			}
+		}
 	}
 	clip.Samples = out.buf
-	got := uint64(clip.Frames())
+	got := uint64(out.total() / int64(ch))
 	if info.NSamples > got {
 		if clip.Truncated == nil {
 			clip.Truncated = &Truncation{Detail: "flac: the input ends after the last whole frame"}

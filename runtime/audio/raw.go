@@ -74,10 +74,13 @@ func decodeRaw(in *input, f RawFormat, o Options) (*Clip, error) {
 			}
 			v := math.Float32frombits(binary.LittleEndian.Uint32(block[k:]))
 			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				i := len(out.buf)
+				i := int(out.total())
 				return nil, fmt.Errorf("raw: sample %d (frame %d, channel %d) is %v; want a finite value", i, i/f.Channels, i%f.Channels, v)
 			}
 			out.buf = append(out.buf, v)
+		}
+		if e := out.flush(f.Rate, f.Channels); e != nil {
+			return nil, e
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {

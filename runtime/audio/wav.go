@@ -345,6 +345,9 @@ func (d *decoder) readData(f *format, n int64, stream bool) (*Clip, error) {
 				return nil, err
 			}
 		}
+		if err := out.flush(f.rate, f.channels); err != nil {
+			return nil, err
+		}
 		if end {
 			break
 		}
@@ -352,7 +355,7 @@ func (d *decoder) readData(f *format, n int64, stream bool) (*Clip, error) {
 	clip.Samples = out.buf
 	if !stream && read < claimed {
 		clip.Truncated = &Truncation{
-			Missing: frameDuration(f.framesIn(claimed)-int64(clip.Frames()), f.rate),
+			Missing: frameDuration(f.framesIn(claimed)-out.total()/int64(f.channels), f.rate),
 			Detail:  fmt.Sprintf("wav: data chunk at offset %d claims %d bytes, the input ends after %d", chunkOff, claimed, read),
 		}
 	}
@@ -362,7 +365,7 @@ func (d *decoder) readData(f *format, n int64, stream bool) (*Clip, error) {
 // appendSamples converts whole frames (or ADPCM blocks: whole ones, or one
 // short final block) in b to float32 and appends them.
 func appendSamples(s *samples, b []byte, f *format) error {
-	first := len(s.buf)
+	first := int(s.total())
 	var n int
 	switch {
 	case f.enc == encIMA:
