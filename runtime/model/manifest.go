@@ -131,6 +131,11 @@ type Manifest struct {
 	Sources map[string]string `yaml:"-"`
 	// Notes are caveats detection found (shown by edge models inspect).
 	Notes []string `yaml:"-"`
+	// PaddingSensitive says the encoder's output for an item changes with
+	// the padding of a batch whatever its lengths or mask say (a wav2vec2
+	// feature encoder with group normalisation); detection sets it, and
+	// package asr then encodes each chunk alone.
+	PaddingSensitive bool `yaml:"-"`
 }
 
 // Specials is the set of special token ids (never in output text).
