@@ -19,6 +19,7 @@ var configKeys = []string{
 	"strict", "raw", "rate", "channels", "quiet",
 	"stream_chunk", "stream_left", "stream_look_ahead", "partials",
 	"vad", "max_segment", "vad_threshold",
+	"batch", "batch_wait",
 	"kernels_fatbin", // EDGE_KERNELS_FATBIN, read by package kernels
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
 
+	"github.com/edgespeech/edge/asr"
 	"github.com/edgespeech/edge/runtime"
 	"github.com/edgespeech/edge/runtime/audio"
 	"github.com/edgespeech/edge/serve"
@@ -61,8 +62,8 @@ func parseServe(args []string) (*serveOptions, error) {
 	fs.Float64(sf("max-audio-seconds"), def.MaxAudioSeconds, "longest audio, seconds (413 beyond)")
 	fs.Int64(sf("max-text-bytes"), def.MaxTextBytes, "largest alignment text, bytes")
 	fs.Int(sf("queue-size"), def.QueueSize, "requests that may wait beyond those running (429 with Retry-After beyond)")
-	fs.Int(sf("max-batch"), def.MaxBatch, "most requests in one batch")
-	fs.Duration(sf("batch-wait"), def.BatchWait, "how long a batch that is not full waits for more while another runs")
+	fs.Int(sf("max-batch"), def.MaxBatch, "most requests in one batch, and most audio chunks in one encoder run (1: each encoded alone)")
+	fs.Duration(sf("batch-wait"), def.BatchWait, "how long a batch that is not full waits for more while another runs, and an encoder run for more chunks after its first")
 	fs.Int(sf("parallel"), def.Parallel, "batches running at once")
 	fs.Duration(sf("request-timeout"), def.RequestTimeout, "limit on one request, upload to answer (504 beyond)")
 	fs.Duration(sf("drain-timeout"), def.DrainTimeout, "on SIGTERM/SIGINT, how long admitted requests may take to finish")
@@ -131,7 +132,11 @@ func runServe(ctx context.Context, args []string) error {
 		return err
 	}
 	defer backend.Close()
-	rec, err := openRecognizerOn(k, backend)
+	// The scheduler's batches of requests run concurrently on the
+	// recogniser, whose batcher encodes their chunks together.
+	rec, err := openRecognizerOn(k, backend, func(o *asr.Options) {
+		o.Batch, o.BatchWait, o.OnEncode = cfg.MaxBatch, batchWait(cfg.BatchWait), srv.EncoderRun
+	})
 	if err != nil {
 		_ = srv.Shutdown(context.Background())
 		return err
