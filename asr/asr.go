@@ -324,6 +324,11 @@ func (r *Recognizer) BatchSize() int {
 	return r.batch.max
 }
 
+// EncodeCapacity is how many chunks the recogniser encodes at once: its
+// encoder pipelines (Options.Workers) times BatchSize. A caller that keeps
+// that many calls in flight keeps every pipeline's runs full.
+func (r *Recognizer) EncodeCapacity() int { return cap(r.free) * r.BatchSize() }
+
 // BatchDisabled is why Options.Batch > 1 was not used: the model's output
 // depends on padding, so each chunk is encoded alone (nil when batching is
 // on or was not asked for).

@@ -51,9 +51,9 @@ type Recognizer interface {
 	Manifest() *model.Manifest
 }
 
-// batchSizer is a Recognizer that encodes several items' chunks in one
-// encoder run: BatchSize is the most one run holds.
-type batchSizer interface{ BatchSize() int }
+// encodeCapacity is a Recognizer that says how many chunks it encodes at
+// once (several pipelines, several chunks per encoder run).
+type encodeCapacity interface{ EncodeCapacity() int }
 
 // Config configures Run and Verify.
 type Config struct {
@@ -62,7 +62,8 @@ type Config struct {
 	Out   string
 	Shard Shard
 	// Jobs is how many items are in flight on the recogniser at once
-	// (default 2), at least the recogniser's BatchSize when it has one.
+	// (default 2), at least the recogniser's EncodeCapacity when it has
+	// one (its pipelines times its batch size).
 	// Each runs its own Transcribe/Align/Emissions call; the calls overlap
 	// in different pipeline stages, and a batching recogniser
 	// (asr.Options.Batch) encodes their chunks in shared encoder runs.
@@ -124,8 +125,8 @@ func (c *Config) defaults(rec Recognizer) error {
 	if c.Jobs <= 0 {
 		c.Jobs = 2
 	}
-	if b, ok := rec.(batchSizer); ok {
-		c.Jobs = max(c.Jobs, b.BatchSize())
+	if b, ok := rec.(encodeCapacity); ok {
+		c.Jobs = max(c.Jobs, b.EncodeCapacity())
 	}
 	if c.Format == "" {
 		c.Format = transcript.JSON

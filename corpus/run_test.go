@@ -227,7 +227,7 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-// A batching recogniser gets at least its batch size of items in flight
+// A batching recogniser gets at least its EncodeCapacity of items in flight
 // (Jobs 1 here), their chunks share encoder runs, and the shard's texts
 // are the unbatched ones.
 func TestBatchedRun(t *testing.T) {
