@@ -42,9 +42,9 @@ if [[ ${1:-} == --build ]]; then
 	ls -l .gpu-carry
 	exit 0
 fi
-carry=${1:-.gpu-carry}
+carry=$(cd "${1:-.gpu-carry}" && pwd)
 out=${OUT:?set OUT to the results folder}
-: "${EDGE_ORT_CUDA_EP:?set EDGE_ORT_CUDA_EP to ONNX Runtime's CUDA plugin EP library}"
+: "${EDGE_ORT_CUDA_EP:?set EDGE_ORT_CUDA_EP to the CUDA plugin EP library of ONNX Runtime}"
 B=${BATCH:-16}
 ITEMS=${ITEMS:-3000}
 EACH=${SECONDS_EACH:-6}
@@ -55,7 +55,7 @@ ld=$(ls -d "$sp"/nvidia/*/lib 2>/dev/null | tr '\n' ':')
 export LD_LIBRARY_PATH=${ld}${LD_LIBRARY_PATH:-}
 export EDGE_ORT_LIB=${EDGE_ORT_LIB:-$(ls "$sp"/onnxruntime/capi/libonnxruntime.so.1.* | head -1)}
 export EDGE_KERNELS_FATBIN=${EDGE_KERNELS_FATBIN:-$root/kernels/edge.fatbin}
-export EDGE_VAD_MODEL=${EDGE_VAD_MODEL:-$root/$carry/silero_vad_v5.onnx}
+export EDGE_VAD_MODEL=${EDGE_VAD_MODEL:-$carry/silero_vad_v5.onnx}
 bins=$(mktemp -d)
 trap 'rm -rf "$bins"' EXIT
 xz -dc "$carry/edge-cuda.xz" >"$bins/edge" && chmod +x "$bins/edge"
@@ -69,7 +69,7 @@ step() { # step NAME CMD...: runs CMD, notes its exit status and time
 	shift
 	"$@"
 	rc=$?
-	echo "# $name: exit $rc in $((SECONDS - t0)) s" | tee -a "$sum"
+	echo "# $name: exit $rc in $((SECONDS - t0)) s" >>"$sum"
 }
 {
 	nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
