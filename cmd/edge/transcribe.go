@@ -56,7 +56,7 @@ func asrFlags(fs *pflag.FlagSet) {
 // batchFlags adds the recogniser's encoder batching flags (edge serve has
 // its own: serve.max_batch and serve.batch_wait drive the same batcher).
 func batchFlags(fs *pflag.FlagSet) {
-	fs.Int("batch", 1, "most audio chunks encoded in one encoder run: chunks that reach the encoder together (several inputs, the chunks of long audio, streams) share runs; 1 encodes each alone")
+	fs.Int("batch", 1, "most audio chunks encoded in one encoder run: chunks that reach the encoder together (the chunks of long audio, edge batch's items in flight) share runs; 1 encodes each alone")
 	fs.Duration("batch-wait", asr.DefaultBatchWait, "with --batch > 1, how long a run that is not full waits for more chunks after its first")
 }
 
