@@ -9,6 +9,9 @@
 // timestamps are global and memory stays bounded by one chunk's
 // activations plus the [T', V] emissions (about 8 MB per hour for a
 // 29-symbol vocabulary at 20 ms per frame) and the aligner's budget.
+//
+// With Options.Batch the chunks that reach the encoder at the same time,
+// from any calls and streams, are encoded in one batched run (batch.go).
 package asr
 
 import (
@@ -95,7 +98,8 @@ type Options struct {
 // Recognizer transcribes and aligns audio with one model. It is safe for
 // concurrent use: each call keeps its state to itself, and concurrent calls
 // share the model's one encoder session and device ops, each op running one
-// call at a time (runtime.Instance), so calls overlap in different stages.
+// call at a time (runtime.Instance), so calls overlap in different stages;
+// with Options.Batch their chunks also share encoder runs.
 type Recognizer struct {
 	manifest *model.Manifest
 	pipeline *runtime.Pipeline   // the first of pipes
