@@ -970,6 +970,7 @@ func (d *detector) huggingFace() error {
 		d.set("frame_offset", fmt.Sprintf("config.json conv_kernel %v: a %d-sample receptive field, centred on each %d-sample frame", kernel, field, hop))
 		if cfg.FeatNorm == "group" {
 			m.PaddingSensitive = true
+			d.set("padding_sensitive", "config.json feat_extract_norm group (normalised over the padded length)")
 			m.Notes = append(m.Notes, "config.json feat_extract_norm group: the output changes with batch padding, so edge encodes each clip unpadded")
 		}
 	}
