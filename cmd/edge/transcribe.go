@@ -57,7 +57,7 @@ func asrFlags(fs *pflag.FlagSet) {
 // its own: serve.max_batch and serve.batch_wait drive the same batcher).
 func batchFlags(fs *pflag.FlagSet) {
 	fs.Int("batch", 1, "most audio chunks encoded in one encoder run: chunks that reach the encoder together (the chunks of long audio, edge batch's items in flight) share runs; 1 encodes each alone")
-	fs.Duration("batch-wait", asr.DefaultBatchWait, "with --batch > 1, how long a run that is not full waits for more chunks after its first")
+	fs.Duration("batch-wait", asr.DefaultBatchWait, "with --batch > 1, how long a run that is not full waits for more chunks after its first (0: no wait)")
 }
 
 // modelFlags adds the flags that say which model runs where.
