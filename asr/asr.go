@@ -9,6 +9,9 @@
 // timestamps are global and memory stays bounded by one chunk's
 // activations plus the [T', V] emissions (about 8 MB per hour for a
 // 29-symbol vocabulary at 20 ms per frame) and the aligner's budget.
+//
+// With Options.Batch the chunks that reach the encoder at the same time,
+// from any calls and streams, are encoded in one batched run (batch.go).
 package asr
 
 import (
@@ -76,12 +79,31 @@ type Options struct {
 	// clock. Its Library defaults to ORTLib. nil encodes all the audio in
 	// fixed chunks.
 	VAD *vad.Options
+	// Batch > 1 batches encoder runs across calls: chunks that reach the
+	// encoder together (from concurrent Transcribe, Align and Emissions
+	// calls, concurrent Streams, or the chunks of one long file) run as one
+	// pipeline run of at most Batch items, zero-padded to the longest, each
+	// with its own length (see batch.go). Results equal the unbatched ones
+	// (log-probs within float rounding). 0 or 1 encodes every chunk alone.
+	// Models whose output depends on padding are never batched (see
+	// BatchDisabled).
+	Batch int
+	// BatchWait is how long a batch that is not full waits for more chunks
+	// once it has one (0 = DefaultBatchWait, 5 ms; negative: no wait, a
+	// batch takes the chunks already waiting and those that arrive while
+	// every pipeline is busy). Only used with Batch > 1.
+	BatchWait time.Duration
+	// OnEncode, when set, is called after every encoder pipeline run with
+	// the number of chunks it encoded (1 unbatched), on the goroutine that
+	// ran it; it must be safe for concurrent use and return quickly.
+	OnEncode func(items int)
 }
 
 // Recognizer transcribes and aligns audio with one model. It is safe for
 // concurrent use: each call keeps its state to itself, and concurrent calls
 // share the model's one encoder session and device ops, each op running one
-// call at a time (runtime.Instance), so calls overlap in different stages.
+// call at a time (runtime.Instance), so calls overlap in different stages;
+// with Options.Batch their chunks also share encoder runs.
 type Recognizer struct {
 	manifest *model.Manifest
 	pipeline *runtime.Pipeline   // the first of pipes
@@ -97,6 +119,11 @@ type Recognizer struct {
 	// releases it.
 	speech      speechFinder
 	closeSpeech func() error
+	// batch gathers chunks into batched runs (nil: each chunk runs alone);
+	// noBatch is why a Batch > 1 was not used.
+	batch    *batcher
+	noBatch  error
+	onEncode func(items int)
 }
 
 // Stats is where the time of one Transcribe, Align or Emissions call went
@@ -106,6 +133,10 @@ type Stats struct {
 	// Stages maps "fbank", "encoder" and "decode" to their wall time.
 	Stages map[string]time.Duration `json:"stages_ns"`
 	Chunks int                      `json:"chunks"`
+	// MaxBatch is the most chunks one of the call's encoder runs held
+	// (1 unbatched; see Options.Batch). A batched run's stage times and
+	// transfers count in the Stats of every call that had a chunk in it.
+	MaxBatch int `json:"max_batch"`
 	// Transfers counts host<->device copies made by the pipeline to place
 	// tensors where each step wants them (none between steps that share a
 	// device).
@@ -158,8 +189,12 @@ func Open(modelPath string, opt Options) (*Recognizer, error) {
 		},
 	}
 	r.backend = opt.Backend
+	r.onEncode = opt.OnEncode
 	if opt.Workers < 0 {
 		return nil, fmt.Errorf("workers %d is negative", opt.Workers)
+	}
+	if opt.Batch < 0 {
+		return nil, fmt.Errorf("batch %d is negative", opt.Batch)
 	}
 	workers := opt.Workers
 	if workers == 0 {
@@ -201,6 +236,15 @@ func Open(modelPath string, opt Options) (*Recognizer, error) {
 			_ = r.closePipes()
 			_ = r.closeVAD()
 			return nil, fmt.Errorf("model %s: %w", m.Name, err)
+		}
+	}
+	if opt.Batch > 1 {
+		if r.noBatch = batchable(m); r.noBatch == nil {
+			wait := opt.BatchWait
+			if wait == 0 {
+				wait = DefaultBatchWait
+			}
+			r.batch = newBatcher(r, opt.Batch, wait)
 		}
 	}
 	return r, nil
@@ -282,8 +326,32 @@ func (c *call) advance(done int) {
 	}
 }
 
-// Close releases the encoder session, the decoding ops and the VAD.
+// BatchSize is the most chunks one encoder run holds: Options.Batch, or 1
+// when batching is off or the model cannot be batched (BatchDisabled).
+func (r *Recognizer) BatchSize() int {
+	if r.batch == nil {
+		return 1
+	}
+	return r.batch.max
+}
+
+// EncodeCapacity is how many chunks the recogniser encodes at once: its
+// encoder pipelines (Options.Workers) times BatchSize. A caller that keeps
+// that many calls in flight keeps every pipeline's runs full.
+func (r *Recognizer) EncodeCapacity() int { return cap(r.free) * r.BatchSize() }
+
+// BatchDisabled is why Options.Batch > 1 was not used: the model's output
+// depends on padding, so each chunk is encoded alone (nil when batching is
+// on or was not asked for).
+func (r *Recognizer) BatchDisabled() error { return r.noBatch }
+
+// Close releases the encoder session, the decoding ops and the VAD. Calls
+// still encoding when it is called fail with ErrClosed (batched) or with
+// the pipeline's error.
 func (r *Recognizer) Close() error {
+	if r.batch != nil {
+		r.batch.close()
+	}
 	err := errors.Join(r.closePipes(), r.closeVAD())
 	if r.dec != nil {
 		err = errors.Join(err, r.dec.close())
@@ -389,29 +457,19 @@ func (r *Recognizer) chunkedEmissions(ctx context.Context, c *call, pcm []float3
 		c.advance(c.offset + len(pcm))
 		return res.lp, res.frames, nil // one chunk: as the pipeline made it
 	}
-	// A bounded pool: at most cap(r.free) chunks are being encoded or wait
-	// to be stitched; they are stitched in order.
+	// A bounded pool: at most cap(r.free) chunks (times the batch size when
+	// batching, so a long file's chunks fill batches) are being encoded or
+	// wait to be stitched; they are stitched in order.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	W := cap(r.free)
+	W := cap(r.free) * r.BatchSize()
 	results := make([]chan chunkResult, len(bounds))
 	next := 0
 	launch := func() {
 		ch := make(chan chunkResult, 1)
 		results[next] = ch
 		b := bounds[next]
-		go func() {
-			var p *runtime.Pipeline
-			select {
-			case p = <-r.free:
-			case <-ctx.Done():
-				ch <- chunkResult{err: ctx.Err()}
-				return
-			}
-			res := r.encodeWith(ctx, p, pcm[b[0]:b[1]])
-			r.free <- p
-			ch <- res
-		}()
+		go func() { ch <- r.encode(ctx, pcm[b[0]:b[1]]) }()
 		next++
 	}
 	drain := func(from int) {
@@ -478,11 +536,13 @@ func (r *Recognizer) chunks(n int) [][2]int {
 }
 
 // chunkResult is one chunk's encoding: log-probs [1, T', V] where the
-// pipeline left them, its valid frames, and where the time went.
+// pipeline left them, its valid frames, where the time went and how many
+// chunks its encoder run held.
 type chunkResult struct {
 	lp     *runtime.Tensor
 	frames int
 	stats  runtime.PipelineStats
+	items  int
 	err    error
 }
 
@@ -492,6 +552,7 @@ func (c *call) add(res chunkResult) {
 		c.stats.Stages[s.Name] += s.Duration
 	}
 	c.stats.Transfers.Add(res.stats.Transfers)
+	c.stats.MaxBatch = max(c.stats.MaxBatch, res.items)
 	if res.err == nil {
 		c.stats.Chunks++
 	}
@@ -501,8 +562,12 @@ func (r *Recognizer) seconds(samples int) time.Duration {
 	return time.Duration(float64(samples) / float64(r.manifest.SampleRate) * float64(time.Second)).Round(time.Millisecond)
 }
 
-// encode runs one chunk through a free pipeline.
+// encode runs one chunk through a free pipeline, batched with other
+// chunks when the recogniser batches.
 func (r *Recognizer) encode(ctx context.Context, pcm []float32) chunkResult {
+	if r.batch != nil {
+		return r.batch.encode(ctx, pcm)
+	}
 	var p *runtime.Pipeline
 	select {
 	case p = <-r.free:
@@ -515,21 +580,7 @@ func (r *Recognizer) encode(ctx context.Context, pcm []float32) chunkResult {
 
 // encodeWith runs one chunk through pipeline p.
 func (r *Recognizer) encodeWith(ctx context.Context, p *runtime.Pipeline, pcm []float32) chunkResult {
-	x, err := runtime.FromSlice(runtime.F32, runtime.Shape{1, len(pcm)}, pcm)
-	if err != nil {
-		return chunkResult{err: err}
-	}
-	n := runtime.Must(runtime.FromSlice(runtime.I64, runtime.Shape{1}, []int64{int64(len(pcm))}))
-	out, stats, err := p.RunStats(ctx, runtime.Tensors{"pcm": x, "pcm_lengths": n})
-	if err != nil {
-		return chunkResult{stats: stats, err: err}
-	}
-	lp, frames := out["log_probs"], int(out["frames"].I64()[0])
-	if lp.Shape()[2] != r.manifest.Vocab.Len() {
-		_ = out.Release()
-		return chunkResult{stats: stats, err: fmt.Errorf("the encoder emits %d classes; the vocabulary has %d", lp.Shape()[2], r.manifest.Vocab.Len())}
-	}
-	return chunkResult{lp: lp, frames: frames, stats: stats}
+	return r.encodeBatch(ctx, p, [][]float32{pcm})[0]
 }
 
 // Transcribe recognises pcm (mono, at the model's sample rate): greedy CTC

@@ -154,13 +154,23 @@ func cpuTime() time.Duration {
 var streamPaths = []string{"features", "audio"}
 
 // BenchmarkStreamCapacity: N streams at once on one recogniser, each fed as
-// fast as it goes; reports the aggregate real-time factor (audio seconds
-// processed per wall second): N real-time streams fit while it stays above
-// N.
+// fast as it goes, with encoder batching off and on; reports the aggregate
+// real-time factor (audio seconds processed per wall second): N real-time
+// streams fit while it stays above N.
 //
 //	go test -run '^$' -bench StreamCapacity -benchtime 1x -cpu 2 ./asr
 func BenchmarkStreamCapacity(b *testing.B) {
-	r, err := Open(defaultModel, Options{})
+	for _, batch := range []int{1, 8} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			streamCapacity(b, Options{Batch: batch}, []int{1, 2, 4, 8})
+		})
+	}
+}
+
+// streamCapacity runs BenchmarkStreamCapacity's load with n streams for
+// each n on a recogniser opened with opt.
+func streamCapacity(b *testing.B, opt Options, streams []int) {
+	r, err := Open(defaultModel, opt)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -171,7 +181,7 @@ func BenchmarkStreamCapacity(b *testing.B) {
 		pcm = append(append(pcm, x...), make([]float32, 16000)...)
 	}
 	audio := float64(len(pcm)) / 16000
-	for _, n := range []int{1, 2, 4, 8} {
+	for _, n := range streams {
 		for _, path := range streamPaths {
 			b.Run(fmt.Sprintf("streams=%d/%s", n, path), func(b *testing.B) {
 				streamAudioWindows = path == "audio"

@@ -51,6 +51,10 @@ type Recognizer interface {
 	Manifest() *model.Manifest
 }
 
+// encodeCapacity is a Recognizer that says how many chunks it encodes at
+// once (several pipelines, several chunks per encoder run).
+type encodeCapacity interface{ EncodeCapacity() int }
+
 // Config configures Run and Verify.
 type Config struct {
 	Mode Mode
@@ -58,9 +62,11 @@ type Config struct {
 	Out   string
 	Shard Shard
 	// Jobs is how many items are in flight on the recogniser at once
-	// (default 2). Each runs its own Transcribe/Align call; the calls
-	// overlap in different pipeline stages (the asr API has no multi-item
-	// encoder batch).
+	// (default 2), at least the recogniser's EncodeCapacity when it has
+	// one (its pipelines times its batch size).
+	// Each runs its own Transcribe/Align/Emissions call; the calls overlap
+	// in different pipeline stages, and a batching recogniser
+	// (asr.Options.Batch) encodes their chunks in shared encoder runs.
 	Jobs int
 	// Format of the words' alignment file (default JSON).
 	Format transcript.Format
@@ -118,6 +124,9 @@ func (c *Config) defaults(rec Recognizer) error {
 	}
 	if c.Jobs <= 0 {
 		c.Jobs = 2
+	}
+	if b, ok := rec.(encodeCapacity); ok {
+		c.Jobs = max(c.Jobs, b.EncodeCapacity())
 	}
 	if c.Format == "" {
 		c.Format = transcript.JSON

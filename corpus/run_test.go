@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -224,4 +225,39 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// A batching recogniser gets at least its EncodeCapacity of items in flight
+// (Jobs 1 here), their chunks share encoder runs, and the shard's texts
+// are the unbatched ones.
+func TestBatchedRun(t *testing.T) {
+	dir := t.TempDir()
+	items, err := ReadManifest(synthManifest(t, dir, 12))
+	require.NoError(t, err)
+	plain := Config{Mode: Transcribe, Out: filepath.Join(dir, "plain"), Shard: Shard{0, 1}}
+	sum, err := Run(context.Background(), recognizer(t), items, plain)
+	require.NoError(t, err)
+	want := readRecords(t, sum.Manifest)
+
+	var mu sync.Mutex
+	largest := 0
+	rec, err := asr.Open(defaultModel, asr.Options{Threads: 1, Batch: 4, BatchWait: 50 * time.Millisecond, OnEncode: func(n int) {
+		mu.Lock()
+		largest = max(largest, n)
+		mu.Unlock()
+	}})
+	require.NoError(t, err)
+	defer rec.Close()
+	batched := Config{Mode: Transcribe, Out: filepath.Join(dir, "batched"), Shard: Shard{0, 1}, Jobs: 1}
+	sum, err = Run(context.Background(), rec, items, batched)
+	require.NoError(t, err)
+	require.Equal(t, 12, sum.Done)
+	got := readRecords(t, sum.Manifest)
+	require.Len(t, got, len(want))
+	for i := range want {
+		assert.Equal(t, want[i]["pred_text"], got[i]["pred_text"], "item %d", i)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Greater(t, largest, 1, "no encoder run held more than one item's chunk")
 }

@@ -49,6 +49,11 @@ type Config struct {
 	// requests while another batch is running; an idle server starts a
 	// request at once.
 	BatchWait time.Duration `koanf:"batch_wait"`
+	// EncoderBatch is the most audio chunks the recogniser encodes in one
+	// run (asr.Options.Batch, with BatchWait as its wait): the chunks of
+	// the requests running at once share encoder runs. 0 means MaxBatch;
+	// 1 encodes each chunk alone.
+	EncoderBatch int `koanf:"encoder_batch"`
 	// Parallel is how many batches run at the same time.
 	Parallel int `koanf:"parallel"`
 	// RequestTimeout bounds one request from its first byte to its answer
@@ -122,6 +127,9 @@ func (c *Config) check() error {
 	if c.MaxBatch < 1 {
 		bad("serve.max_batch %d: want >= 1", c.MaxBatch)
 	}
+	if c.EncoderBatch < 0 {
+		bad("serve.encoder_batch %d: want >= 0", c.EncoderBatch)
+	}
 	if c.Parallel < 1 {
 		bad("serve.parallel %d: want >= 1", c.Parallel)
 	}
@@ -164,4 +172,12 @@ func Loopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// EncoderBatchSize is EncoderBatch with its default (MaxBatch) applied.
+func (c *Config) EncoderBatchSize() int {
+	if c.EncoderBatch == 0 {
+		return c.MaxBatch
+	}
+	return c.EncoderBatch
 }

@@ -16,6 +16,7 @@ import (
 //	edge_serve_admitted_requests                     admitted: uploading, queued or running
 //	edge_serve_batches_running                       batches being run
 //	edge_serve_batch_size                            requests per batch
+//	edge_serve_encoder_batch_items                   audio chunks per encoder run (Server.EncoderRun)
 //	edge_serve_audio_seconds_total{route}            audio recognised
 //	edge_serve_processing_seconds_total{route}       wall time of recognition (decoding the file included)
 //	edge_serve_real_time_factor{route}               processing time / audio time, per request
@@ -33,6 +34,7 @@ type metrics struct {
 	queueWait  prometheus.Histogram
 	stages     *prometheus.HistogramVec
 	batchSize  prometheus.Histogram
+	encoder    prometheus.Histogram
 	audio      *prometheus.CounterVec
 	processing *prometheus.CounterVec
 	rtf        *prometheus.HistogramVec
@@ -66,6 +68,10 @@ func newMetrics(s *Server) *metrics {
 		Name: "edge_serve_batch_size", Help: "Requests per batch.",
 		Buckets: []float64{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64},
 	})
+	m.encoder = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "edge_serve_encoder_batch_items", Help: "Audio chunks per encoder run: the recogniser's batches across requests (1: encoded alone).",
+		Buckets: []float64{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64},
+	})
 	m.audio = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "edge_serve_audio_seconds_total", Help: "Seconds of audio recognised.",
 	}, []string{"route"})
@@ -93,7 +99,7 @@ func newMetrics(s *Server) *metrics {
 		Buckets: latencyBuckets,
 	})
 	m.reg.MustRegister(m.streamsActive, m.streams, m.streamAudio, m.streamFinalLatency)
-	m.reg.MustRegister(m.requests, m.latency, m.queueWait, m.stages, m.batchSize, m.audio, m.processing, m.rtf, m.dropped,
+	m.reg.MustRegister(m.requests, m.latency, m.queueWait, m.stages, m.batchSize, m.encoder, m.audio, m.processing, m.rtf, m.dropped,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edge_serve_queue_depth", Help: "Requests queued and not yet started."},
 			func() float64 { return float64(s.sched.queued.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edge_serve_admitted_requests", Help: "Requests admitted: uploading, queued or running."},
@@ -138,3 +144,8 @@ func (c *memoryCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(deviceMemoryDesc, prometheus.GaugeValue, float64(m.bytes), m.device, m.kind)
 	}
 }
+
+// EncoderRun counts one encoder run of items audio chunks in
+// edge_serve_encoder_batch_items; it is asr.Options.OnEncode for the
+// recogniser the server answers with. Safe for concurrent use.
+func (s *Server) EncoderRun(items int) { s.m.encoder.Observe(float64(items)) }

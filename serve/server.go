@@ -23,8 +23,10 @@
 // Requests go through a scheduler (see scheduler): a bounded admission
 // limit, a queue, and batches of requests that arrived together. A batch's
 // requests run concurrently on the recogniser (which is safe for concurrent
-// use and overlaps their stages); one encoder run per batch needs a batched
-// Recognizer call that package asr does not have yet.
+// use and overlaps their stages); an asr.Recognizer opened with
+// Options.Batch encodes the chunks that reach its encoder together in one
+// run (edge serve sets it to MaxBatch and BatchWait, and counts the runs'
+// sizes with EncoderRun).
 //
 // A Server is safe for concurrent use. Its lifecycle: New, Serve (answers
 // 503 until Ready), Ready, Shutdown (drains, then stops).
@@ -561,8 +563,7 @@ func (s *Server) work(ctx context.Context, j *job, f *form, req *request, eng *l
 }
 
 // runBatch runs a batch's jobs concurrently on the recogniser and waits for
-// them. A recogniser with a batched call would take the batch's decoded
-// audio here in one encoder run instead.
+// them; a batching recogniser encodes their audio in shared encoder runs.
 func (s *Server) runBatch(batch []*job) {
 	s.m.batchSize.Observe(float64(len(batch)))
 	if len(batch) == 1 {

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgespeech/edge/asr"
 	"github.com/edgespeech/edge/asr/transcript"
 )
 
@@ -473,4 +474,42 @@ func TestSegmentsAreTheSubtitleCues(t *testing.T) {
 	_, _, err = render(tr, audio, "xml", false, false, "transcribe", "", "m")
 	assert.Error(t, err)
 	assert.Equal(t, fmt.Sprint(0.0), fmt.Sprint(compressionRatio("")))
+}
+
+// With a batching recogniser whose OnEncode is Server.EncoderRun,
+// concurrent requests share encoder runs, edge_serve_encoder_batch_items
+// shows it, and every answer is the clip's text.
+func TestEncoderBatchMetric(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.MaxBatch, cfg.Parallel, cfg.BatchWait = 4, 2, 50*time.Millisecond
+	s, err := New(cfg)
+	require.NoError(t, err)
+	r, err := asr.Open(defaultModel, asr.Options{Batch: 4, BatchWait: cfg.BatchWait, OnEncode: s.EncoderRun})
+	require.NoError(t, err)
+	defer r.Close()
+	ln, err := net.Listen("tcp", cfg.Listen)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ln) }()
+	s.Ready(r, nil)
+	defer func() {
+		require.NoError(t, s.Shutdown(context.Background()))
+		require.ErrorIs(t, <-done, http.ErrServerClosed)
+	}()
+	url := "http://" + ln.Addr().String()
+	wav, text := readClip(t, "words_1")
+	var answers []chan answer
+	for range 8 {
+		answers = append(answers, postAsync(context.Background(), t, url+"/v1/audio/transcriptions", file("a.wav", wav), field("response_format", "text")))
+	}
+	for _, ch := range answers {
+		a := <-ch
+		require.NoError(t, a.err)
+		require.Equal(t, 200, a.status, "%s", a.body)
+		assert.Equal(t, text, strings.TrimSpace(string(a.body)))
+	}
+	runs, items := metric(t, url, "edge_serve_encoder_batch_items_count"), metric(t, url, "edge_serve_encoder_batch_items_sum")
+	t.Logf("8 requests: %g encoder runs of %g chunks", runs, items)
+	assert.Equal(t, 8.0, items)
+	assert.Less(t, runs, 8.0, "no encoder run held more than one request's chunk")
 }

@@ -32,7 +32,7 @@ func runBatch(ctx context.Context, args []string) error {
 	fs.String("manifest", "", "NeMo JSON Lines manifest (audio_filepath, text, duration, offset) or lhotse cuts (.jsonl[.gz])")
 	fs.Int("shard-index", -1, "this worker's shard (default $JOB_COMPLETION_INDEX, $SLURM_ARRAY_TASK_ID - $SLURM_ARRAY_TASK_MIN, else 0)")
 	fs.Int("num-shards", -1, "number of shards (default $SLURM_ARRAY_TASK_COUNT, else 1); items go to shards by a stable hash of the item")
-	fs.Int("jobs", 2, "items in flight on the recogniser at once")
+	fs.Int("jobs", 2, "items in flight on the recogniser at once (at least --batch times its encoder sessions, so their chunks fill the encoder runs)")
 	fs.Bool("verify", false, "process nothing: report the shard's missing or corrupt outputs (JSON on stdout; exit 1 if any)")
 	fs.Bool("retry-failed", false, "reprocess items recorded as failed (default: keep their error records)")
 	fs.Bool("emissions", false, "tokenize: also write the log-probs [T', V] as .npy")

@@ -58,3 +58,36 @@ func TestBatchCLI(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, `mode "summarise"`)
 }
+
+// edge batch --batch: the items share encoder runs and get the texts of
+// --batch 1; a negative --batch is a usage error.
+func TestBatchCLIEncoderBatch(t *testing.T) {
+	dir := t.TempDir()
+	clip, err := filepath.Abs(demoClip)
+	require.NoError(t, err)
+	var m strings.Builder
+	for i := range 6 {
+		fmt.Fprintf(&m, "{\"audio_filepath\": %q, \"offset\": %g, \"duration\": %g}\n", clip, float64(i)/4, 2+float64(i)/3)
+	}
+	manifest := filepath.Join(dir, "m.jsonl")
+	require.NoError(t, os.WriteFile(manifest, []byte(m.String()), 0o644))
+	texts := func(out string, extra ...string) []string {
+		args := append([]string{"batch", "transcribe", "--model", bundledModel, "--manifest", manifest, "--out", out, "--progress", "none"}, extra...)
+		code, _, stderr := capture(t, args...)
+		require.Equal(t, 0, code, stderr)
+		b, err := os.ReadFile(filepath.Join(out, "transcribe.shard-00000-of-00001.jsonl"))
+		require.NoError(t, err)
+		var got []string
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var rec map[string]any
+			require.NoError(t, json.Unmarshal([]byte(line), &rec))
+			got = append(got, rec["pred_text"].(string))
+		}
+		return got
+	}
+	want := texts(filepath.Join(dir, "plain"))
+	assert.Equal(t, want, texts(filepath.Join(dir, "batched"), "--batch", "4", "--batch-wait", "20ms"))
+	code, _, stderr := capture(t, "batch", "transcribe", "--model", bundledModel, "--manifest", manifest, "--out", dir, "--batch", "-2")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "--batch -2")
+}

@@ -23,6 +23,7 @@ func runEmissions(ctx context.Context, args []string) error {
 	fs.String("out", "", "the .npy file to write (required)")
 	fs.Float64("chunk-seconds", 10, "longest piece of audio encoded at once; longer audio is chunked with overlap and stitched")
 	modelFlags(fs)
+	batchFlags(fs)
 	// The encoder's own emissions of every frame: VAD (which replaces the
 	// frames outside speech by blank) only when asked for.
 	vadFlag := fs.Lookup("vad")

@@ -24,6 +24,7 @@ func init() {
 func runListen(ctx context.Context, args []string) error {
 	fs := newFlags("listen", listenUsage)
 	modelFlags(fs)
+	batchFlags(fs)
 	audioFlags(fs)
 	fs.String("format", "text", "finals on stdout: text (one line an utterance) or jsonl (one JSON object an utterance, with words)")
 	fs.Duration("stream-chunk", 0, "audio added per encoder step (default 480ms)")

@@ -19,6 +19,7 @@ import (
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
 
+	"github.com/edgespeech/edge/asr"
 	"github.com/edgespeech/edge/runtime"
 	"github.com/edgespeech/edge/runtime/audio"
 	"github.com/edgespeech/edge/serve"
@@ -62,7 +63,8 @@ func parseServe(args []string) (*serveOptions, error) {
 	fs.Int64(sf("max-text-bytes"), def.MaxTextBytes, "largest alignment text, bytes")
 	fs.Int(sf("queue-size"), def.QueueSize, "requests that may wait beyond those running (429 with Retry-After beyond)")
 	fs.Int(sf("max-batch"), def.MaxBatch, "most requests in one batch")
-	fs.Duration(sf("batch-wait"), def.BatchWait, "how long a batch that is not full waits for more while another runs")
+	fs.Duration(sf("batch-wait"), def.BatchWait, "how long a batch that is not full waits for more while another runs, and an encoder run for more chunks after its first")
+	fs.Int(sf("encoder-batch"), def.EncoderBatch, "most audio chunks in one encoder run, shared by the requests running at once (0: --max-batch; 1: each encoded alone)")
 	fs.Int(sf("parallel"), def.Parallel, "batches running at once")
 	fs.Duration(sf("request-timeout"), def.RequestTimeout, "limit on one request, upload to answer (504 beyond)")
 	fs.Duration(sf("drain-timeout"), def.DrainTimeout, "on SIGTERM/SIGINT, how long admitted requests may take to finish")
@@ -137,7 +139,11 @@ func runServe(ctx context.Context, args []string) error {
 		return err
 	}
 	defer backend.Close()
-	rec, err := openRecognizerOn(k, backend)
+	// The scheduler's batches of requests run concurrently on the
+	// recogniser, whose batcher encodes their chunks together.
+	rec, err := openRecognizerOn(k, backend, func(o *asr.Options) {
+		o.Batch, o.BatchWait, o.OnEncode = cfg.EncoderBatchSize(), batchWait(cfg.BatchWait), srv.EncoderRun
+	})
 	if err != nil {
 		_ = srv.Shutdown(context.Background())
 		return err
@@ -234,8 +240,8 @@ func runServeBench(ctx context.Context, url string, cfg serve.Config, levels []i
 		return err
 	}
 	clip := time.Duration(float64(len(pcm)) / float64(rate) * float64(time.Second))
-	fmt.Printf("# edge serve --bench: %s (%.2f s), backend %s, max_batch %d, parallel %d, queue %d, %v per level, %d cores\n",
-		file, clip.Seconds(), backend, cfg.MaxBatch, cfg.Parallel, cfg.QueueSize, each, goruntime.NumCPU())
+	fmt.Printf("# edge serve --bench: %s (%.2f s), backend %s, max_batch %d, encoder_batch %d, batch_wait %v, parallel %d, queue %d, %v per level, %d cores\n",
+		file, clip.Seconds(), backend, cfg.MaxBatch, cfg.EncoderBatchSize(), cfg.BatchWait, cfg.Parallel, cfg.QueueSize, each, goruntime.NumCPU())
 	fmt.Printf("%-11s %9s %9s %9s %9s %9s %8s %8s\n", "concurrency", "requests", "req/s", "p50_ms", "p95_ms", "RTFx", "429s", "errors")
 	// Warm up: the first requests pay for lazy initialisation.
 	if _, err := serve.Bench(ctx, serve.BenchOptions{URL: url, APIKey: cfg.APIKey, File: data, FileName: file, Audio: clip,

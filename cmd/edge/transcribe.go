@@ -49,7 +49,15 @@ func asrFlags(fs *pflag.FlagSet) {
 	fs.Float64("chunk-seconds", 10, "longest piece of audio encoded at once; longer audio is chunked with overlap")
 	fs.Bool("stats", false, "print where the time went and the bytes copied between host and device (JSON) to stderr")
 	modelFlags(fs)
+	batchFlags(fs)
 	audioFlags(fs)
+}
+
+// batchFlags adds the recogniser's encoder batching flags (edge serve has
+// its own: serve.max_batch and serve.batch_wait drive the same batcher).
+func batchFlags(fs *pflag.FlagSet) {
+	fs.Int("batch", 1, "most audio chunks encoded in one encoder run: chunks that reach the encoder together (the chunks of long audio, edge batch's items in flight) share runs; 1 encodes each alone")
+	fs.Duration("batch-wait", asr.DefaultBatchWait, "with --batch > 1, how long a run that is not full waits for more chunks after its first (0: no wait)")
 }
 
 // modelFlags adds the flags that say which model runs where.
@@ -92,8 +100,9 @@ func openRecognizer(k *koanf.Koanf) (*asr.Recognizer, error) {
 }
 
 // openRecognizerOn loads the model the modelFlags name on backend, with
-// Silero VAD unless --vad=false.
-func openRecognizerOn(k *koanf.Koanf, backend runtime.Backend) (*asr.Recognizer, error) {
+// Silero VAD unless --vad=false and encoder batching as the batch and
+// batch_wait keys say; tune, when given, adjusts the options last.
+func openRecognizerOn(k *koanf.Koanf, backend runtime.Backend, tune ...func(*asr.Options)) (*asr.Recognizer, error) {
 	var speech *vad.Options
 	if k.Bool("vad") {
 		rules := vad.DefaultRules()
@@ -107,7 +116,15 @@ func openRecognizerOn(k *koanf.Koanf, backend runtime.Backend) (*asr.Recognizer,
 	if err != nil {
 		return nil, err
 	}
-	rec, err := asr.Open(dir, asr.Options{
+	if b := k.Int("batch"); b < 0 {
+		return nil, fmt.Errorf("--batch %d: want >= 1: %w", b, errUsage)
+	}
+	if w := k.Duration("batch_wait"); w < 0 {
+		return nil, fmt.Errorf("--batch-wait %v: want >= 0: %w", w, errUsage)
+	}
+	opt := asr.Options{
+		Batch:        k.Int("batch"),
+		BatchWait:    batchWait(k.Duration("batch_wait")),
 		VAD:          speech,
 		ORTLib:       k.String("ort_lib"),
 		Threads:      k.Int("threads"),
@@ -118,14 +135,30 @@ func openRecognizerOn(k *koanf.Koanf, backend runtime.Backend) (*asr.Recognizer,
 		CUDAEP:       k.String("ort_cuda_ep"),
 		Fallback:     k.String("fallback"),
 		Bind:         k.String("bind"),
-	})
+	}
+	for _, f := range tune {
+		f(&opt)
+	}
+	rec, err := asr.Open(dir, opt)
 	if err != nil {
 		return nil, err
+	}
+	if err := rec.BatchDisabled(); err != nil {
+		fmt.Fprintf(os.Stderr, "edge: warning: batch %d: %v\n", opt.Batch, err)
 	}
 	if err := rec.EncoderFallback(); err != nil {
 		fmt.Fprintf(os.Stderr, "edge: warning: the encoder runs on the CPU (fallback=cpu): %v\n", err)
 	}
 	return rec, nil
+}
+
+// batchWait is asr.Options.BatchWait for a configured wait: 0 (no wait)
+// is asr's negative, as asr's 0 is its default.
+func batchWait(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // modelDir resolves the model flag: given paths are used as they are; the

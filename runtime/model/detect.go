@@ -994,6 +994,8 @@ func (d *detector) huggingFace() error {
 		m.FrameOffset = float64(max(0, (field-hop)/2)) / sr
 		d.set("frame_offset", fmt.Sprintf("config.json conv_kernel %v: a %d-sample receptive field, centred on each %d-sample frame", kernel, field, hop))
 		if cfg.FeatNorm == "group" {
+			m.PaddingSensitive = true
+			d.set("padding_sensitive", "config.json feat_extract_norm group (normalised over the padded length)")
 			m.Notes = append(m.Notes, "config.json feat_extract_norm group: the output changes with batch padding, so edge encodes each clip unpadded")
 		}
 	}

@@ -121,6 +121,11 @@ type Manifest struct {
 	// SpecialTokens never appear in output text; default: every symbol of
 	// the form <...>.
 	SpecialTokens []string `yaml:"special_tokens,omitempty"`
+	// PaddingSensitive says the encoder's output for an item changes with
+	// the padding of a batch whatever its lengths or mask say (a wav2vec2
+	// feature encoder with group normalisation: detection sets it); package
+	// asr then encodes each chunk alone.
+	PaddingSensitive bool `yaml:"padding_sensitive,omitempty"`
 
 	// Dir is the directory relative paths resolve against (the manifest's).
 	Dir string `yaml:"-"`
@@ -288,7 +293,7 @@ func Load(path string) (*Manifest, error) {
 	m.Format = FormatManifest
 	m.Sources = map[string]string{}
 	for _, k := range []string{"name", "sample_rate", "frontend", "normalize", "encoder.file", "encoder.inputs", "encoder.outputs",
-		"encoder.int8_file", "vocabulary", "blank_id", "frame_stride", "frame_offset", "word_delimiter", "sentencepiece_marker", "tokenizer", "special_tokens"} {
+		"encoder.int8_file", "vocabulary", "blank_id", "frame_stride", "frame_offset", "word_delimiter", "sentencepiece_marker", "tokenizer", "special_tokens", "padding_sensitive"} {
 		m.Sources[k] = filepath.Base(path)
 	}
 	return m, nil

@@ -114,6 +114,9 @@ func (m *Manifest) YAML() ([]byte, error) {
 		}
 		add(root, "special_tokens", list, src("special_tokens"))
 	}
+	if m.PaddingSensitive {
+		add(root, "padding_sensitive", scalar(true), src("padding_sensitive"))
+	}
 	var buf bytes.Buffer
 	enc2 := yaml.NewEncoder(&buf)
 	enc2.SetIndent(2)
