@@ -18,8 +18,16 @@ import (
 
 // TestCUDABatched: on the cuda backend with the CUDA EP, 16 goroutines on a
 // batching recogniser give the unbatched GPU results (log-probs within
-// batchedTolerance, same words and times); the batch's emissions are split
-// on the device and nothing is left allocated.
+// batchedCUDATolerance, same words and times); the batch's emissions are
+// split on the device and nothing is left allocated.
+// batchedCUDATolerance is the largest log-prob |diff| allowed between a
+// chunk encoded in a batch and alone on the CUDA EP. The EP runs fp32 GEMMs
+// and convolutions in TF32 (10 mantissa bits) and picks its kernels by
+// shape, so a batch of b items is not the same arithmetic as b runs of one:
+// measured on the H200, 0.025 at most. The words and times are required to
+// be identical.
+const batchedCUDATolerance = 0.05
+
 func TestCUDABatched(t *testing.T) {
 	be := cudatest.Backend(t)
 	ctx := context.Background()
@@ -64,7 +72,7 @@ func TestCUDABatched(t *testing.T) {
 				mu.Lock()
 				worst = max(worst, d)
 				mu.Unlock()
-				if d > batchedTolerance {
+				if d > batchedCUDATolerance {
 					errs <- fmt.Errorf("%s: log-probs max |diff| %g", name, d)
 				}
 				tr, err := batched.Transcribe(ctx, pcm[name])

@@ -17,7 +17,9 @@ import (
 	"io"
 	"math"
 	"os"
+	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -87,9 +89,6 @@ func Read(r io.Reader, size int64) (*runtime.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if fortran {
-		return nil, errors.New("npy: fortran_order arrays are not supported; save with np.ascontiguousarray")
-	}
 	dt, order, err := parseDescr(descr)
 	if err != nil {
 		return nil, err
@@ -105,14 +104,49 @@ func Read(r io.Reader, size int64) (*runtime.Tensor, error) {
 	if need > size {
 		return nil, fmt.Errorf("npy: shape %v of %v needs %d data bytes, the file has %d", shape, dt, need, size)
 	}
-	t, err := runtime.NewTensor(dt, shape)
+	stored := shape
+	if fortran { // column-major: the C-order layout of the reversed shape
+		stored = slices.Clone(shape)
+		slices.Reverse(stored)
+	}
+	t, err := runtime.NewTensor(dt, stored)
 	if err != nil {
 		return nil, fmt.Errorf("npy: %w", err)
 	}
 	if err := readData(r, order, t); err != nil {
 		return nil, fmt.Errorf("npy: truncated data: %w", err)
 	}
+	if fortran {
+		return fromFortran(t, shape)
+	}
 	return t, nil
+}
+
+// fromFortran returns src, an array of shape read in Fortran
+// (column-major) order and so laid out as the C-order tensor of the reversed
+// shape, as a C-order tensor of shape.
+func fromFortran(src *runtime.Tensor, shape runtime.Shape) (*runtime.Tensor, error) {
+	dst, err := runtime.NewTensor(src.DType(), shape)
+	if err != nil {
+		return nil, fmt.Errorf("npy: %w", err)
+	}
+	s, d := reflect.ValueOf(src.Data()), reflect.ValueOf(dst.Data())
+	idx := make([]int, len(shape)) // C-order index of element i
+	for i := range d.Len() {
+		off, stride := 0, 1 // column-major offset: the first axis varies fastest
+		for k, n := range shape {
+			off += idx[k] * stride
+			stride *= n
+		}
+		d.Index(i).Set(s.Index(off))
+		for k := len(shape) - 1; k >= 0; k-- {
+			if idx[k]++; idx[k] < shape[k] {
+				break
+			}
+			idx[k] = 0
+		}
+	}
+	return dst, nil
 }
 
 var (

@@ -56,6 +56,27 @@ func TestReadNumpyLayouts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []float64{1}, x.F64())
 	assert.Equal(t, 0, x.Rank())
+
+	// Fortran (column-major) order: a[i, j] = 3i + j of shape (2, 3) is stored
+	// a[0,0] a[1,0] a[0,1] ...; a[i, j, k] = 4i + 2j + k of (2, 2, 2) at i + 2j + 4k.
+	f2 := append(numpyHeader("{'descr': '|u1', 'fortran_order': True, 'shape': (2, 3), }"), 0, 3, 1, 4, 2, 5)
+	x, err = Read(bytes.NewReader(f2), int64(len(f2)))
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Shape{2, 3}, x.Shape())
+	assert.Equal(t, []uint8{0, 1, 2, 3, 4, 5}, x.U8())
+	f3 := numpyHeader("{'descr': '<i2', 'fortran_order': True, 'shape': (2, 2, 2), }")
+	data := make([]byte, 16)
+	for i := range 2 {
+		for j := range 2 {
+			for k := range 2 {
+				data[2*(i+2*j+4*k)] = byte(4*i + 2*j + k)
+			}
+		}
+	}
+	f3 = append(f3, data...)
+	x, err = Read(bytes.NewReader(f3), int64(len(f3)))
+	require.NoError(t, err)
+	assert.Equal(t, []int16{0, 1, 2, 3, 4, 5, 6, 7}, x.I16())
 }
 
 func TestReadErrors(t *testing.T) {
@@ -69,7 +90,7 @@ func TestReadErrors(t *testing.T) {
 		{"version", []byte("\x93NUMPY\x09\x00\x00\x00"), "unsupported format version 9"},
 		{"header length", []byte("\x93NUMPY\x01\x00\xff\x7f{"), "header length 32767 exceeds the file"},
 		{"dtype", numpyHeader("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }"), `unsupported dtype "<c8"`},
-		{"fortran", numpyHeader("{'descr': '<f4', 'fortran_order': True, 'shape': (1,), }"), "fortran_order"},
+		{"fortran truncated", append(numpyHeader("{'descr': '|u1', 'fortran_order': True, 'shape': (2, 3), }"), 0, 3), "needs 6 data bytes, the file has 2"},
 		{"shape", numpyHeader("{'descr': '<f4', 'fortran_order': False, 'shape': (a,), }"), "malformed shape"},
 		{"lying shape", numpyHeader("{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000, 1000000000), }"), "needs 4000000000000000000 data bytes, the file has 0"},
 		{"overflow", numpyHeader("{'descr': '<f8', 'fortran_order': False, 'shape': (4611686018427387904, 4), }"), "invalid shape"},
