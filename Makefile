@@ -67,8 +67,8 @@ build-cuda-arm64:
 	$(ARM64_CUDA_ENV) $(GO) build -tags cuda -o $(BIN)/linux-arm64/edge-cuda ./cmd/edge
 	$(ARM64_CUDA_ENV) $(GO) vet -tags cuda ./...
 
-## test-arm64: the CPU test suite cross-compiled for linux/arm64 and run under qemu-user
-## with the arm64 ONNX Runtime (no -race: see scripts/test-arm64.sh)
+## test-arm64: the CPU test suite cross-compiled natively for linux/arm64, the binaries run
+## under qemu-user with the arm64 ONNX Runtime (no -race; which tests: scripts/test-arm64.sh)
 test-arm64: deps
 	@scripts/fetch-ort.sh --arch arm64 >/dev/null
 	scripts/test-arm64.sh
@@ -78,14 +78,16 @@ test-arm64: deps
 test-ort-range: deps
 	scripts/ort-range.sh
 
-## dist: dist/edge-<version>-linux-{amd64,arm64}.tar.gz: binary, default model, ONNX Runtime, licences
+## dist: dist/edge-<version>-linux-<arch>.tar.gz for each of DIST_ARCHES (default amd64 arm64):
+## binary, default model, ONNX Runtime, licences
+DIST_ARCHES ?= amd64 arm64
 dist:
-	scripts/dist.sh amd64 arm64
+	scripts/dist.sh $(DIST_ARCHES)
 
 ## test-dist: unpack each tarball into an empty directory and transcribe the demo clip
 ## (arm64 under qemu-user)
 test-dist: dist
-	scripts/dist.sh --test amd64 arm64
+	scripts/dist.sh --test $(DIST_ARCHES)
 
 ## demo: transcribe the bundled clip with the bundled default model
 demo: deps build
