@@ -22,7 +22,6 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 die() { echo "dist: $*" >&2; exit 1; }
-version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
 test=0
 arches=()
 for a in "$@"; do
@@ -33,6 +32,14 @@ for a in "$@"; do
 	esac
 done
 [[ ${#arches[@]} -gt 0 ]] || arches=(amd64 arm64)
+# The build names the tarballs after the checkout and records that name in
+# dist/VERSION, which --test reads: it tests what the build wrote even when
+# the checkout has moved on since.
+if [[ $test == 1 ]]; then
+	version=$(cat dist/VERSION 2>/dev/null) || die "dist/VERSION is missing: build the tarballs first (scripts/dist.sh ${arches[*]})"
+else
+	version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
+fi
 
 build() {
 	local arch=$1 name=edge-$version-linux-$1
@@ -120,6 +127,7 @@ check() {
 }
 
 mkdir -p dist
+[[ $test == 1 ]] || echo "$version" >dist/VERSION
 for a in "${arches[@]}"; do
 	if [[ $test == 1 ]]; then check "$a"; else build "$a"; fi
 done
