@@ -82,7 +82,7 @@ test-ort-range: deps
 	scripts/ort-range.sh
 
 ## dist: dist/edge-<version>-linux-<arch>.tar.gz for each of DIST_ARCHES (default amd64 arm64):
-## binary, default model, ONNX Runtime, licences
+## binary, default model, Silero VAD model, ONNX Runtime, licences
 DIST_ARCHES ?= amd64 arm64
 dist:
 	scripts/dist.sh $(DIST_ARCHES)
