@@ -17,6 +17,9 @@ CUDA_DIR   = $(shell scripts/cuda-deps.sh $(1) --print-dir)
 CUDA_ENV  := CGO_CFLAGS=-I$(call CUDA_DIR,$(HOST_ARCH))/include CGO_LDFLAGS=-L$(call CUDA_DIR,$(HOST_ARCH))/lib
 # Cross-building linux/arm64 (Jetson): cgo with Debian's aarch64 cross compiler.
 ARM64_ENV := GOOS=linux GOARCH=arm64 CGO_ENABLED=1 CC=aarch64-linux-gnu-gcc
+# -trimpath for every arm64 build (the test binaries and the dist tarball too): one set of
+# compiled packages in the Go build cache serves them all.
+ARM64_FLAGS := -trimpath
 ARM64_CUDA_ENV := $(ARM64_ENV) CGO_CFLAGS=-I$(call CUDA_DIR,arm64)/include CGO_LDFLAGS=-L$(call CUDA_DIR,arm64)/lib
 
 .PHONY: demo test build install lint bench deps ort vad-model fuzz cuda-deps build-cuda test-cuda-bin clean \
@@ -59,16 +62,16 @@ cross-deps:
 
 ## build-arm64: the CPU CLI for linux/arm64 in bin/linux-arm64/edge (cross-compiled)
 build-arm64:
-	$(ARM64_ENV) $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/linux-arm64/edge ./cmd/edge
+	$(ARM64_ENV) $(GO) build $(ARM64_FLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/linux-arm64/edge ./cmd/edge
 
 ## build-cuda-arm64: the -tags cuda CLI for linux/arm64 (Jetson) in bin/linux-arm64/edge-cuda, vetted
 build-cuda-arm64:
 	@scripts/cuda-deps.sh arm64
-	$(ARM64_CUDA_ENV) $(GO) build -tags cuda -o $(BIN)/linux-arm64/edge-cuda ./cmd/edge
+	$(ARM64_CUDA_ENV) $(GO) build $(ARM64_FLAGS) -tags cuda -o $(BIN)/linux-arm64/edge-cuda ./cmd/edge
 	$(ARM64_CUDA_ENV) $(GO) vet -tags cuda ./...
 
-## test-arm64: the CPU test suite cross-compiled for linux/arm64 and run under qemu-user
-## with the arm64 ONNX Runtime (no -race: see scripts/test-arm64.sh)
+## test-arm64: the CPU test suite cross-compiled natively for linux/arm64, the binaries run
+## under qemu-user with the arm64 ONNX Runtime (no -race; which tests: scripts/test-arm64.sh)
 test-arm64: deps
 	@scripts/fetch-ort.sh --arch arm64 >/dev/null
 	scripts/test-arm64.sh
@@ -78,14 +81,16 @@ test-arm64: deps
 test-ort-range: deps
 	scripts/ort-range.sh
 
-## dist: dist/edge-<version>-linux-{amd64,arm64}.tar.gz: binary, default model, ONNX Runtime, licences
+## dist: dist/edge-<version>-linux-<arch>.tar.gz for each of DIST_ARCHES (default amd64 arm64):
+## binary, default model, Silero VAD model, ONNX Runtime, licences
+DIST_ARCHES ?= amd64 arm64
 dist:
-	scripts/dist.sh amd64 arm64
+	scripts/dist.sh $(DIST_ARCHES)
 
 ## test-dist: unpack each tarball into an empty directory and transcribe the demo clip
 ## (arm64 under qemu-user)
 test-dist: dist
-	scripts/dist.sh --test amd64 arm64
+	scripts/dist.sh --test $(DIST_ARCHES)
 
 ## demo: transcribe the bundled clip with the bundled default model
 demo: deps build

@@ -6,10 +6,12 @@
 #     edge-<version>-linux-<arch>/bin/edge             the CPU CLI (cgo, glibc >= 2.34)
 #     edge-<version>-linux-<arch>/lib/libonnxruntime.so ONNX Runtime (npm onnxruntime-node, CPU EP)
 #     edge-<version>-linux-<arch>/models/default/       the bundled model and the demo clip
+#     edge-<version>-linux-<arch>/models/silero-vad/    Silero VAD v5 (scripts/fetch-silero-vad.sh)
 #     edge-<version>-linux-<arch>/LICENSES/             Go, every Go module linked in, ONNX Runtime
 #     edge-<version>-linux-<arch>/README.md
 #
-# bin/edge finds lib/libonnxruntime.so and models/default beside itself, so
+# bin/edge finds lib/libonnxruntime.so, models/default and
+# models/silero-vad/silero_vad_v5.onnx beside itself, so
 #   tar -xzf edge-*-linux-amd64.tar.gz && edge-*/bin/edge transcribe edge-*/models/default/testdata/demo.wav
 # works from any directory.
 #
@@ -22,7 +24,6 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 die() { echo "dist: $*" >&2; exit 1; }
-version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
 test=0
 arches=()
 for a in "$@"; do
@@ -33,17 +34,26 @@ for a in "$@"; do
 	esac
 done
 [[ ${#arches[@]} -gt 0 ]] || arches=(amd64 arm64)
+# The build names the tarballs after the checkout and records that name in
+# dist/VERSION, which --test reads: it tests what the build wrote even when
+# the checkout has moved on since.
+if [[ $test == 1 ]]; then
+	version=$(cat dist/VERSION 2>/dev/null) || die "dist/VERSION is missing: build the tarballs first (scripts/dist.sh ${arches[*]})"
+else
+	version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
+fi
 
 build() {
 	local arch=$1 name=edge-$version-linux-$1
 	local stage=$root/dist/$name ortarch=$([[ $1 == arm64 ]] && echo arm64 || echo x64)
-	rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/lib" "$stage/models/default/testdata" "$stage/LICENSES"
+	rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/lib" "$stage/models/default/testdata" "$stage/models/silero-vad" "$stage/LICENSES"
 	local env=(GOOS=linux GOARCH="$arch" CGO_ENABLED=1)
 	[[ $arch == arm64 && $(go env GOHOSTARCH) != arm64 ]] && env+=(CC=aarch64-linux-gnu-gcc)
 	env "${env[@]}" go build -trimpath -ldflags "-s -w" -o "$stage/bin/edge" ./cmd/edge
 	cp "$(scripts/fetch-ort.sh --arch "$ortarch")" "$stage/lib/libonnxruntime.so"
 	cp models/default/{model.onnx,model.int8.onnx,model.yaml,tokens.txt,README.md} "$stage/models/default/"
 	cp models/default/testdata/demo.{wav,json} "$stage/models/default/testdata/"
+	cp "$(scripts/fetch-silero-vad.sh)" "$stage/models/silero-vad/silero_vad_v5.onnx"
 	cp "$(go env GOROOT)/LICENSE" "$stage/LICENSES/go.LICENSE"
 	local mod ver dir f
 	while read -r mod ver dir; do
@@ -78,6 +88,10 @@ LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
 OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
 SOFTWARE.
 MIT
+	# Silero VAD's licence (github.com/snakers4/silero-vad, MIT).
+	sed -e '1s/.*/Silero VAD v5 (models\/silero-vad\/silero_vad_v5.onnx, github.com\/snakers4\/silero-vad, MIT)/' \
+		-e 's/^Copyright (c) Microsoft Corporation$/Copyright (c) 2020-present Silero Team/' \
+		"$stage/LICENSES/onnxruntime.LICENSE" >"$stage/LICENSES/silero-vad.LICENSE"
 	cat >"$stage/README.md" <<README
 # edge $version (linux/$arch)
 
@@ -120,6 +134,7 @@ check() {
 }
 
 mkdir -p dist
+[[ $test == 1 ]] || echo "$version" >dist/VERSION
 for a in "${arches[@]}"; do
 	if [[ $test == 1 ]]; then check "$a"; else build "$a"; fi
 done

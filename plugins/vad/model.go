@@ -44,7 +44,9 @@ func ModelCachePath() (string, error) {
 }
 
 // FindModel returns the model to load: configured when it is not empty,
-// else $EDGE_VAD_MODEL, else the cache. A configured or environment path
+// else $EDGE_VAD_MODEL, else ../models/silero-vad/silero_vad_v5.onnx beside
+// the running binary when it exists (the make dist tarballs' layout), else
+// the cache. A configured or environment path
 // that does not exist is an error (no silent fallback); an empty cache gives
 // an error wrapping ErrModelNotFound that says what to run.
 func FindModel(configured string) (string, error) {
@@ -63,6 +65,15 @@ func FindModel(configured string) (string, error) {
 	}
 	if env := os.Getenv(EnvModel); env != "" {
 		return check(env, "$"+EnvModel)
+	}
+	if exe, err := os.Executable(); err == nil {
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
+		}
+		p := filepath.Join(filepath.Dir(exe), "..", "models", "silero-vad", "silero_vad_v5.onnx")
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return filepath.Clean(p), nil
+		}
 	}
 	cached, err := ModelCachePath()
 	if err != nil {
