@@ -23,7 +23,7 @@ ARM64_FLAGS := -trimpath
 ARM64_CUDA_ENV := $(ARM64_ENV) CGO_CFLAGS=-I$(call CUDA_DIR,arm64)/include CGO_LDFLAGS=-L$(call CUDA_DIR,arm64)/lib
 
 .PHONY: demo test build install lint bench deps ort vad-model fuzz cuda-deps build-cuda test-cuda-bin clean \
-	build-arm64 build-cuda-arm64 cross-deps test-arm64 test-ort-range dist test-dist
+	build-arm64 build-cuda-arm64 cross-deps test-arm64 test-arm64-ci test-ort-range dist test-dist
 
 ## deps: Go modules, the ONNX Runtime shared library and the Silero VAD model (cached under ~/.cache/edge)
 deps: ort vad-model
@@ -75,6 +75,15 @@ build-cuda-arm64:
 test-arm64: deps
 	@scripts/fetch-ort.sh --arch arm64 >/dev/null
 	scripts/test-arm64.sh
+
+## test-arm64-ci: the part of test-arm64 CI runs (about 4 minutes under qemu): the fbank, dpx and
+## rvq golden tests (arm64 against the amd64 goldens), the encoder op, the transcript writers,
+## and asr's end-to-end tests of the bundled model
+ARM64_CI_PKGS := plugins/fbank plugins/dpx plugins/rvq runtime/onnx asr/transcript
+test-arm64-ci: deps
+	@scripts/fetch-ort.sh --arch arm64 >/dev/null
+	scripts/test-arm64.sh $(addprefix github.com/edgespeech/edge/,$(ARM64_CI_PKGS))
+	EDGE_ARM64_TEST_ARGS=-test.run=TestDefaultModel scripts/test-arm64.sh github.com/edgespeech/edge/asr
 
 ## test-ort-range: the encoder and ASR tests against every pinned ONNX Runtime release from the
 ## minimum (1.24) to the newest, and the older ones refused with a clear error
