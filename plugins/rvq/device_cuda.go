@@ -366,22 +366,30 @@ func validRows(bt Batch) []int32 {
 	return list
 }
 
+// rowList queues rvq_pad_rows for the batch's padding and uploads the list
+// of its valid frames (validRows) into s; n is their number (nothing is
+// uploaded when it is 0).
+func (dc *DeviceCodebooks) rowList(s *cuda.Scratch, bt Batch, lengths, codes, quantized cuda.DevicePtr) (list *cuda.Buffer, n int, err error) {
+	if err := dc.padRows(bt, lengths, codes, quantized); err != nil {
+		return nil, 0, err
+	}
+	rows := validRows(bt)
+	if len(rows) == 0 {
+		return nil, 0, nil
+	}
+	list, err = s.Upload(cuda.Bytes(rows))
+	return list, len(rows), err
+}
+
 // encodeStream queues rvq_stream: one launch, a cluster of CTAs per valid
 // frame splitting the codebook, exact scores.
 func (dc *DeviceCodebooks) encodeStream(s *cuda.Scratch, x cuda.DevicePtr, bt Batch, lengths, codes, quantized cuda.DevicePtr) error {
 	c := dc.c
-	if err := dc.padRows(bt, lengths, codes, quantized); err != nil {
+	rowList, n, err := dc.rowList(s, bt, lengths, codes, quantized)
+	if err != nil || n == 0 {
 		return err
 	}
-	list := validRows(bt)
-	if len(list) == 0 {
-		return nil
-	}
-	rowList, err := s.Upload(cuda.Bytes(list))
-	if err != nil {
-		return err
-	}
-	return dc.k.stream.Launch(cuda.Dim3{X: streamSplit * len(list), Y: 1, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0, &kern.RvqStreamParams{
+	return dc.k.stream.Launch(cuda.Dim3{X: streamSplit * n, Y: 1, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0, &kern.RvqStreamParams{
 		X: uint64(x), RowList: uint64(rowList.Ptr()), D: int64(c.dim), Dp: int64(dc.dp), Q: int64(len(c.stages)),
 		Split: int64(c.split), Words: uint64(dc.words.Ptr()), Hn: uint64(dc.hn.Ptr()), Meta: uint64(dc.meta.Ptr()),
 		Codes: uint64(codes), Out: uint64(quantized),
@@ -396,19 +404,12 @@ const f32Rows = 64
 // at least one row of Dp floats a valid frame.
 func (dc *DeviceCodebooks) encodeF32(s *cuda.Scratch, x cuda.DevicePtr, bt Batch, lengths, res, codes, quantized cuda.DevicePtr) error {
 	c := dc.c
-	if err := dc.padRows(bt, lengths, codes, quantized); err != nil {
+	rowList, n, err := dc.rowList(s, bt, lengths, codes, quantized)
+	if err != nil || n == 0 {
 		return err
 	}
-	list := validRows(bt)
-	if len(list) == 0 {
-		return nil
-	}
-	rowList, err := s.Upload(cuda.Bytes(list))
-	if err != nil {
-		return err
-	}
-	return dc.k.f32.Launch(cuda.Dim3{X: (len(list) + f32Rows - 1) / f32Rows, Y: 1, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0, &kern.RvqEncodeF32Params{
-		X: uint64(x), RowList: uint64(rowList.Ptr()), N: int64(len(list)), D: int64(c.dim), Dp: int64(dc.dp),
+	return dc.k.f32.Launch(cuda.Dim3{X: (n + f32Rows - 1) / f32Rows, Y: 1, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0, &kern.RvqEncodeF32Params{
+		X: uint64(x), RowList: uint64(rowList.Ptr()), N: int64(n), D: int64(c.dim), Dp: int64(dc.dp),
 		Q: int64(len(c.stages)), Split: int64(c.split), Words32: uint64(dc.words32.Ptr()), Hn: uint64(dc.hn.Ptr()),
 		Meta: uint64(dc.meta.Ptr()), Codes: uint64(codes), Out: uint64(quantized), Res: uint64(res),
 	})
@@ -456,36 +457,29 @@ func (dc *DeviceCodebooks) launchFused(v variant, k *cuda.Kernel, x cuda.DeviceP
 // update.
 func (dc *DeviceCodebooks) encodeSmall(s *cuda.Scratch, x cuda.DevicePtr, bt Batch, lengths, res, acc, codes, quantized cuda.DevicePtr) error {
 	c := dc.c
-	list := validRows(bt)
-	if err := dc.padRows(bt, lengths, codes, quantized); err != nil {
+	rowList, n, err := dc.rowList(s, bt, lengths, codes, quantized)
+	if err != nil || n == 0 {
 		return err
 	}
-	if len(list) == 0 {
-		return nil
-	}
-	rowList, err := s.Upload(cuda.Bytes(list))
+	keys, err := s.Alloc(int64(8 * n))
 	if err != nil {
 		return err
 	}
-	keys, err := s.Alloc(int64(8 * len(list)))
-	if err != nil {
-		return err
-	}
-	if err := dc.be.Memset(keys.Ptr(), 0xFF, int64(8*len(list))); err != nil {
+	if err := dc.be.Memset(keys.Ptr(), 0xFF, int64(8*n)); err != nil {
 		return err
 	}
 	for ci, ch := range c.chains() {
 		for q := ch[0]; q < ch[1]; q++ {
 			off, k := dc.offsets[q], c.stages[q].k
 			first := b2i(q == ch[0])
-			if err := dc.k.small.Launch(cuda.Dim3{X: (k + 255) / 256, Y: len(list), Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0, &kern.RvqSmallScoreParams{
+			if err := dc.k.small.Launch(cuda.Dim3{X: (k + 255) / 256, Y: n, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0, &kern.RvqSmallScoreParams{
 				X: uint64(x), Res: uint64(res), First: int64(first), RowList: uint64(rowList.Ptr()), D: int64(c.dim),
 				Dp: int64(dc.dp), Words: uint64(dc.words.Ptr()), Hn: uint64(dc.hn.Ptr()), Off: int64(off), K: int64(k),
 				Keys: uint64(keys.Ptr()),
 			}); err != nil {
 				return err
 			}
-			if err := dc.k.update.Launch(cuda.Dim3{X: len(list), Y: 1, Z: 1}, cuda.Dim3{X: 128, Y: 1, Z: 1}, 0, &kern.RvqSmallUpdateParams{
+			if err := dc.k.update.Launch(cuda.Dim3{X: n, Y: 1, Z: 1}, cuda.Dim3{X: 128, Y: 1, Z: 1}, 0, &kern.RvqSmallUpdateParams{
 				X: uint64(x), Res: uint64(res), Acc: uint64(acc), Out: uint64(quantized), Codes: uint64(codes),
 				RowList: uint64(rowList.Ptr()), D: int64(c.dim), Dp: int64(dc.dp), Q: int64(len(c.stages)),
 				Stage: int64(q), First: int64(first), SecondChain: int64(ci), Last: int64(b2i(q == ch[1]-1)),
