@@ -24,8 +24,9 @@ import (
 // BenchmarkCUDATokenize: model.yaml + encoder.onnx (an EnCodec-24kHz-sized
 // encoder exported as pcm [B, N] -> latents [B, T, D], its output named
 // log_probs so that the encoder op runs it with device-resident input and
-// output), tokens.txt (D placeholder tokens, the encoder op's width check)
-// and codebooks.npy (f32 [Q, K, D]).
+// output), tokens.txt (one token per latent dimension, so the encoder
+// op's check of the output width against the vocabulary passes) and
+// codebooks.npy (f32 [Q, K, D]).
 const EnvBenchModel = "EDGE_CODEC_BENCH_MODEL"
 
 // BenchmarkCUDATokenize times the whole tokenisation path on the GPU: a
