@@ -49,6 +49,9 @@ type Options struct {
 	Provider string
 	// CUDAEP is ONNX Runtime's CUDA plugin EP library ("" = $EDGE_ORT_CUDA_EP).
 	CUDAEP string
+	// ConvAlgoSearch is the CUDA provider's cuDNN convolution algorithm
+	// search (onnx.ConvAlgoHeuristic, the default; see onnx.Options).
+	ConvAlgoSearch string
 	// Fallback "cpu" runs the encoder on the CPU when the GPU provider
 	// cannot be used; "" fails instead.
 	Fallback string
@@ -89,9 +92,11 @@ type Options struct {
 	// BatchDisabled).
 	Batch int
 	// BatchWait is how long a batch that is not full waits for more chunks
-	// once it has one (0 = DefaultBatchWait, 5 ms; negative: no wait, a
-	// batch takes the chunks already waiting and those that arrive while
-	// every pipeline is busy). Only used with Batch > 1.
+	// once it has one, while another batch runs (0 = DefaultBatchWait, 5 ms;
+	// negative: no wait). A batch that would wait while no other runs
+	// starts at once with the chunks already waiting, and any batch takes
+	// those that arrive while every pipeline is busy. Only used with
+	// Batch > 1.
 	BatchWait time.Duration
 	// OnEncode, when set, is called after every encoder pipeline run with
 	// the number of chunks it encoded (1 unbatched), on the goroutine that
@@ -262,7 +267,8 @@ func (r *Recognizer) closePipes() error {
 // raw-waveform models.
 func pipelineConfig(m *model.Manifest, modelPath string, opt Options) runtime.PipelineConfig {
 	params := map[string]any{"model": modelPath, "threads": opt.Threads, "ort_lib": opt.ORTLib}
-	for k, v := range map[string]string{"precision": opt.Precision, "execution_provider": opt.Provider, "ort_cuda_ep": opt.CUDAEP, "fallback": opt.Fallback, "bind": opt.Bind} {
+	for k, v := range map[string]string{"precision": opt.Precision, "execution_provider": opt.Provider, "ort_cuda_ep": opt.CUDAEP,
+		"fallback": opt.Fallback, "bind": opt.Bind, "cudnn_conv_algo_search": opt.ConvAlgoSearch} {
 		if v != "" {
 			params[k] = v
 		}

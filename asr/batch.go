@@ -24,14 +24,15 @@ import (
 //	       ◄── per item: log_probs [1, frames_i, V] (host: a slice; device: a device copy) ◄┘
 //
 // A batch starts when it holds Options.Batch chunks, or BatchWait after its
-// first chunk arrived; while every pipeline is busy it keeps filling up to
-// Options.Batch. Batches run on the pool of Options.Workers pipelines, so
+// first chunk arrived, or at once with the chunks already waiting when no
+// other batch is running (a lone call never waits for company); while every
+// pipeline is busy it keeps filling up to Options.Batch. Batches run on the pool of Options.Workers pipelines, so
 // several run at once on the CPU. Padding never reaches a result: the fbank
 // op and the encoder take each item's length, and batching is used only for
 // models whose output does not depend on it (see batchable).
 
 // DefaultBatchWait is Options.BatchWait's default: how long a batch that is
-// not full waits for more chunks after its first.
+// not full waits for more chunks after its first while another batch runs.
 const DefaultBatchWait = 5 * time.Millisecond
 
 // ErrClosed is returned by calls still encoding when the Recognizer closes.
@@ -74,9 +75,15 @@ type batcher struct {
 	done chan struct{} // closed when loop and every batch have returned
 	wg   sync.WaitGroup
 	once sync.Once
+	// running counts the batches on a pipeline: with none, a new batch
+	// starts at once.
+	running atomic.Int64
 	// onRun, when set (by tests), is called with a batch's live members
 	// just before it runs.
 	onRun func(items int)
+	// waitIdle, set by tests that need chunks of concurrent calls in one
+	// batch, makes a batch wait for company also when no other runs.
+	waitIdle bool
 }
 
 func newBatcher(r *Recognizer, size int, wait time.Duration) *batcher {
@@ -149,19 +156,20 @@ func (b *batcher) loop() {
 			}
 		}
 		b.wg.Add(1)
+		b.running.Add(1)
 		go func() {
 			defer b.wg.Done()
-			defer func() { b.r.free <- p }()
+			defer func() { b.running.Add(-1); b.r.free <- p }()
 			b.run(p, batch)
 		}()
 	}
 }
 
 // gather makes a batch starting with first: chunks arriving within b.wait
-// of it, at most b.max.
+// of it, at most b.max; only those already waiting when no batch runs.
 func (b *batcher) gather(first *batchItem) []*batchItem {
 	batch := []*batchItem{first}
-	if b.wait < 0 {
+	if b.wait < 0 || (b.running.Load() == 0 && !b.waitIdle) {
 		for len(batch) < b.max {
 			select {
 			case it := <-b.in:

@@ -111,3 +111,12 @@ func BenchmarkStreamCapacityGPU(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStreamLoadGPU: BenchmarkStreamLoad on the cuda backend with the
+// CUDA EP, the streams' steps batched (up to 64 a run): the latency at
+// loads around the unpaced capacity of BenchmarkStreamCapacityGPU.
+//
+//	asr.test -test.run '^$' -test.bench StreamLoadGPU -test.benchtime 1x
+func BenchmarkStreamLoadGPU(b *testing.B) {
+	streamLoad(b, Options{Backend: cudatest.Backend(b), Provider: "cuda", Batch: 64}, []int{1, 128, 256, 384, 512})
+}

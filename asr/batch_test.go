@@ -185,6 +185,7 @@ func TestBatchMemberCancelled(t *testing.T) {
 	r, err := Open(defaultModel, Options{Batch: 4, BatchWait: time.Second})
 	require.NoError(t, err)
 	defer r.Close()
+	r.batch.waitIdle = true
 	want := map[string]*transcript.Transcript{}
 	pcm := map[string][]float32{}
 	for _, name := range clipNames[:4] {
@@ -255,6 +256,7 @@ func TestBatchTooShortAlone(t *testing.T) {
 	r, err := Open(defaultModel, Options{Batch: 4, BatchWait: 200 * time.Millisecond, OnEncode: sizes.observe})
 	require.NoError(t, err)
 	defer r.Close()
+	r.batch.waitIdle = true
 	plain, err := Open(defaultModel, Options{})
 	require.NoError(t, err)
 	defer plain.Close()
@@ -366,4 +368,18 @@ func TestBatchClosed(t *testing.T) {
 	_, _, err = r.Emissions(context.Background(), pcm)
 	assert.True(t, errors.Is(err, ErrClosed), "%v", err)
 	require.NoError(t, r.Close())
+}
+
+// TestBatchIdleStartsAtOnce: a lone call on an idle recogniser does not wait
+// for company, however long BatchWait is.
+func TestBatchIdleStartsAtOnce(t *testing.T) {
+	r, err := Open(defaultModel, Options{Batch: 4, BatchWait: 10 * time.Second})
+	require.NoError(t, err)
+	defer r.Close()
+	pcm, truth := loadTruth(t, "words_1")
+	t0 := time.Now()
+	tr, err := r.Transcribe(context.Background(), pcm)
+	require.NoError(t, err)
+	assert.Less(t, time.Since(t0), 5*time.Second, "the lone call waited for BatchWait")
+	assert.Equal(t, truth.Text, tr.Text)
 }

@@ -20,12 +20,21 @@ import (
 // the delay from its end in the offline alignment of its utterance to its
 // final, and to the first partial that holds it (same index, same text).
 func streamLatency(r *Recognizer, opt StreamOptions, pcm []float32) (final, partial []time.Duration, err error) {
+	return streamFeed(r, opt, pcm, false)
+}
+
+// streamFeed is streamLatency on the simulated clock (paced false) or on
+// the wall clock (paced true: each piece is written when its audio has
+// arrived in real time, or when the previous write returns if that is
+// later), for many streams at once.
+func streamFeed(r *Recognizer, opt StreamOptions, pcm []float32, paced bool) (final, partial []time.Duration, err error) {
 	s, err := r.NewStream(opt)
 	if err != nil {
 		return nil, nil, err
 	}
 	const piece = 1600
-	var clock time.Duration // simulated wall time
+	start := time.Now()
+	var clock time.Duration // wall time since start, simulated unless paced
 	type seen struct {
 		words []transcript.Word
 		at    []time.Duration // when each word index first appeared with its text
@@ -63,13 +72,21 @@ func streamLatency(r *Recognizer, opt StreamOptions, pcm []float32) (final, part
 	ctx := context.Background()
 	for i := 0; i < len(pcm); i += piece {
 		end := min(i+piece, len(pcm))
-		clock = max(clock, time.Duration(end)*time.Second/16000)
+		due := time.Duration(end) * time.Second / 16000
+		if paced {
+			time.Sleep(due - time.Since(start))
+		} else {
+			clock = max(clock, due)
+		}
 		t0 := time.Now()
 		rs, err := s.Write(ctx, pcm[i:end])
 		if err != nil {
 			return nil, nil, err
 		}
 		clock += time.Since(t0)
+		if paced {
+			clock = time.Since(start)
+		}
 		handle(rs)
 	}
 	t0 := time.Now()
@@ -78,6 +95,9 @@ func streamLatency(r *Recognizer, opt StreamOptions, pcm []float32) (final, part
 		return nil, nil, err
 	}
 	clock += time.Since(t0)
+	if paced {
+		clock = time.Since(start)
+	}
 	handle(rs)
 	return final, partial, nil
 }
@@ -135,6 +155,69 @@ func BenchmarkStreamLatency(b *testing.B) {
 				b.ReportMetric(float64(want-len(fin)), "words-missing")
 			})
 		}
+	}
+}
+
+// BenchmarkStreamLoad: latency under load on the CPU. N streams at once
+// on one recogniser, each fed the bundled clips with 1 s pauses (31 s) at
+// real time on the wall clock, their starts spread over the first second;
+// p50/p95 of the word delays (as BenchmarkStreamLatency's) over all
+// streams' words. N real-time streams are sustained while the delays stay
+// at their one-stream level; past that they grow with the audio.
+//
+//	go test -run '^$' -bench StreamLoad -benchtime 1x -cpu 2 ./asr
+func BenchmarkStreamLoad(b *testing.B) {
+	streamLoad(b, Options{}, []int{1, 8, 16, 24, 32})
+}
+
+// streamLoad runs BenchmarkStreamLoad's paced load with n streams for each
+// n on a recogniser opened with opt.
+func streamLoad(b *testing.B, opt Options, streams []int) {
+	r, err := Open(defaultModel, opt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	var pcm []float32
+	for _, name := range clipNames {
+		x, _ := loadTruth(b, name)
+		pcm = append(append(pcm, x...), make([]float32, 16000)...)
+	}
+	for _, n := range streams {
+		b.Run(fmt.Sprintf("streams=%d", n), func(b *testing.B) {
+			var fin, part []time.Duration
+			for b.Loop() {
+				fin, part = nil, nil
+				var mu sync.Mutex
+				var wg sync.WaitGroup
+				rng := rand.New(rand.NewPCG(uint64(n), 1))
+				for range n {
+					delay := time.Duration(rng.Int64N(int64(time.Second)))
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						time.Sleep(delay)
+						f, p, err := streamFeed(r, StreamOptions{}, pcm, true)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						mu.Lock()
+						fin, part = append(fin, f...), append(part, p...)
+						mu.Unlock()
+					}()
+				}
+				wg.Wait()
+			}
+			if len(fin) == 0 {
+				b.Fatal("no finals")
+			}
+			b.ReportMetric(percentile(fin, 0.5).Seconds()*1000, "final-p50-ms")
+			b.ReportMetric(percentile(fin, 0.95).Seconds()*1000, "final-p95-ms")
+			b.ReportMetric(percentile(part, 0.5).Seconds()*1000, "partial-p50-ms")
+			b.ReportMetric(percentile(part, 0.95).Seconds()*1000, "partial-p95-ms")
+			b.ReportMetric(float64(len(fin))/float64(n), "words/stream")
+		})
 	}
 }
 

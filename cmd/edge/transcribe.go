@@ -71,6 +71,7 @@ func modelFlags(fs *pflag.FlagSet) {
 		" (cuda keeps features and emissions on the GPU)")
 	fs.String("execution-provider", onnx.ProviderCPU, "ONNX Runtime provider of the encoder: cpu or cuda")
 	fs.String("ort-cuda-ep", "", "ONNX Runtime's CUDA plugin EP library, libonnxruntime_providers_cuda.so (default $"+onnx.EnvCUDAEP+")")
+	fs.String("cudnn-conv-algo-search", onnx.ConvAlgoHeuristic, "with --execution-provider cuda, how cuDNN's convolution algorithms are chosen: HEURISTIC, EXHAUSTIVE (timed for every new input shape) or DEFAULT")
 	fs.String("fallback", "", "cpu: run the encoder on the CPU when the CUDA provider cannot be used (default: fail)")
 	fs.String("bind", onnx.BindDevice, "encoder I/O on --backend cuda with --execution-provider cuda: device (zero-copy) or host (round trips, for comparison)")
 	fs.Bool("vad", true, "encode only the speech Silero VAD finds (no words on silence; long audio cut at pauses); --vad=false encodes everything in fixed chunks")
@@ -123,18 +124,19 @@ func openRecognizerOn(k *koanf.Koanf, backend runtime.Backend, tune ...func(*asr
 		return nil, fmt.Errorf("--batch-wait %v: want >= 0: %w", w, errUsage)
 	}
 	opt := asr.Options{
-		Batch:        k.Int("batch"),
-		BatchWait:    batchWait(k.Duration("batch_wait")),
-		VAD:          speech,
-		ORTLib:       k.String("ort_lib"),
-		Threads:      k.Int("threads"),
-		Precision:    k.String("precision"),
-		ChunkSeconds: k.Float64("chunk_seconds"),
-		Backend:      backend,
-		Provider:     k.String("execution_provider"),
-		CUDAEP:       k.String("ort_cuda_ep"),
-		Fallback:     k.String("fallback"),
-		Bind:         k.String("bind"),
+		Batch:          k.Int("batch"),
+		BatchWait:      batchWait(k.Duration("batch_wait")),
+		VAD:            speech,
+		ORTLib:         k.String("ort_lib"),
+		Threads:        k.Int("threads"),
+		Precision:      k.String("precision"),
+		ChunkSeconds:   k.Float64("chunk_seconds"),
+		Backend:        backend,
+		Provider:       k.String("execution_provider"),
+		CUDAEP:         k.String("ort_cuda_ep"),
+		ConvAlgoSearch: k.String("cudnn_conv_algo_search"),
+		Fallback:       k.String("fallback"),
+		Bind:           k.String("bind"),
 	}
 	for _, f := range tune {
 		f(&opt)

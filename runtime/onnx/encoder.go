@@ -23,6 +23,20 @@ const (
 	ProviderTensorRT = "tensorrt"
 )
 
+// Values of Options.ConvAlgoSearch: how the CUDA provider picks cuDNN's
+// convolution algorithms for each new input shape.
+const (
+	// ConvAlgoHeuristic takes cuDNN's heuristic choice: no per-shape
+	// benchmarking, so audio of every length costs the same set-up.
+	ConvAlgoHeuristic = "HEURISTIC"
+	// ConvAlgoExhaustive times every algorithm on the first run of each
+	// input shape (ONNX Runtime's own default): fastest for a few fixed
+	// shapes, tens to hundreds of milliseconds for every new one.
+	ConvAlgoExhaustive = "EXHAUSTIVE"
+	// ConvAlgoDefault uses cuDNN's default algorithm.
+	ConvAlgoDefault = "DEFAULT"
+)
+
 // Options configures an Encoder.
 type Options struct {
 	// Library is the ONNX Runtime shared library ("" = FindLibrary's search);
@@ -60,6 +74,10 @@ type Options struct {
 	// synchronisation. 0: the provider's own stream. Works with the plugin EP
 	// and with the providers built into a GPU build of ONNX Runtime.
 	Stream uintptr
+	// ConvAlgoSearch is the CUDA provider's cuDNN convolution algorithm
+	// search (ConvAlgoHeuristic, the default, ConvAlgoExhaustive or
+	// ConvAlgoDefault), for ProviderCUDA and TensorRT's CUDA fallback.
+	ConvAlgoSearch string
 	// TensorRT configures ProviderTensorRT.
 	TensorRT TensorRTOptions
 	// Bind runs the model through an IoBinding: inputs are wrapped where

@@ -44,6 +44,8 @@ func init() {
 			{Name: "ort_cuda_ep", Kind: runtime.String, Doc: "ONNX Runtime's CUDA plugin EP library (libonnxruntime_providers_cuda.so) for execution_provider=cuda; default $" + EnvCUDAEP},
 			{Name: "fallback", Kind: runtime.String, Default: "", Enum: []string{"", FallbackCPU},
 				Doc: "cpu: run on the CPU when the GPU provider cannot be used (default: fail)"},
+			{Name: "cudnn_conv_algo_search", Kind: runtime.String, Default: ConvAlgoHeuristic, Enum: []string{ConvAlgoHeuristic, ConvAlgoExhaustive, ConvAlgoDefault},
+				Doc: "execution_provider=cuda: cuDNN convolution algorithm choice; EXHAUSTIVE times every algorithm for each new input shape, which variable-length audio pays again and again"},
 			{Name: "trt_fp16", Kind: runtime.Boolean, Default: false, Doc: "execution_provider=tensorrt: let TensorRT use fp16 kernels"},
 			{Name: "trt_engine_cache", Kind: runtime.String, Doc: "execution_provider=tensorrt: directory caching built engines (the first run of a profile builds one: minutes on an Orin)"},
 			{Name: "trt_timing_cache", Kind: runtime.String, Doc: "execution_provider=tensorrt: directory caching layer timings"},
@@ -111,5 +113,7 @@ func optionsFromParams(p runtime.Params) (string, Options, error) {
 		Spin:      p.Bool("spin"),
 		EPLibrary: p.Str("ort_cuda_ep"),
 		Fallback:  p.Str("fallback"),
+
+		ConvAlgoSearch: p.Str("cudnn_conv_algo_search"),
 	}, nil
 }

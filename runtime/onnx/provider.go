@@ -119,7 +119,7 @@ func cudaPluginDevice(lib string, device int) (EPDevice, error) {
 func appendCUDA(so *ort.SessionOptions, o Options) (EPDevice, error) {
 	lib, err := findCUDAEP(o.EPLibrary)
 	if errors.Is(err, ErrNoCUDAPlugin) {
-		return EPDevice{}, appendBuiltinCUDA(so, o.Device, o.Stream)
+		return EPDevice{}, appendBuiltinCUDA(so, o)
 	}
 	if err != nil {
 		return EPDevice{}, err
@@ -128,19 +128,24 @@ func appendCUDA(so *ort.SessionOptions, o Options) (EPDevice, error) {
 	if err != nil {
 		return EPDevice{}, err
 	}
-	if err := appendEP(so, dev, cudaProviderOptions(o.Device, o.Stream)); err != nil {
+	if err := appendEP(so, dev, cudaProviderOptions(o)); err != nil {
 		return EPDevice{}, explainCUDAError("selecting the CUDA execution provider", lib, err)
 	}
 	return dev, nil
 }
 
 // cudaProviderOptions are the CUDA EP's options (the plugin and the built-in
-// provider take the same keys): the device and, when stream is not 0, the
-// caller's stream as user_compute_stream.
-func cudaProviderOptions(device int, stream uintptr) map[string]string {
-	options := map[string]string{"device_id": strconv.Itoa(device)}
-	if stream != 0 {
-		options["user_compute_stream"] = strconv.FormatUint(uint64(stream), 10)
+// provider take the same keys): the device, cuDNN's convolution algorithm
+// search (o.ConvAlgoSearch, default ConvAlgoHeuristic) and, when o.Stream
+// is not 0, the caller's stream as user_compute_stream.
+func cudaProviderOptions(o Options) map[string]string {
+	search := o.ConvAlgoSearch
+	if search == "" {
+		search = ConvAlgoHeuristic
+	}
+	options := map[string]string{"device_id": strconv.Itoa(o.Device), "cudnn_conv_algo_search": search}
+	if o.Stream != 0 {
+		options["user_compute_stream"] = strconv.FormatUint(uint64(o.Stream), 10)
 		options["has_user_compute_stream"] = "1"
 	}
 	return options
@@ -149,13 +154,13 @@ func cudaProviderOptions(device int, stream uintptr) map[string]string {
 // appendBuiltinCUDA appends the CUDA provider compiled into the loaded
 // library (OrtCUDAProviderOptionsV2). A CPU-only library fails here with an
 // error saying what to load instead.
-func appendBuiltinCUDA(so *ort.SessionOptions, device int, stream uintptr) error {
+func appendBuiltinCUDA(so *ort.SessionOptions, o Options) error {
 	cuda, err := ort.NewCUDAProviderOptions()
 	if err != nil {
 		return explainProviderError(ProviderCUDA, err)
 	}
 	defer cuda.Destroy()
-	if err := cuda.Update(cudaProviderOptions(device, stream)); err != nil {
+	if err := cuda.Update(cudaProviderOptions(o)); err != nil {
 		return explainProviderError(ProviderCUDA, err)
 	}
 	if err := so.AppendExecutionProviderCUDA(cuda); err != nil {
@@ -187,5 +192,5 @@ func appendTensorRT(so *ort.SessionOptions, o Options) error {
 	if o.TensorRT.NoCUDA {
 		return nil
 	}
-	return appendBuiltinCUDA(so, o.Device, o.Stream)
+	return appendBuiltinCUDA(so, o)
 }

@@ -84,9 +84,9 @@ func TestProfileInputsOfModel(t *testing.T) {
 }
 
 func TestCUDAProviderOptions(t *testing.T) {
-	assert.Equal(t, map[string]string{"device_id": "2"}, cudaProviderOptions(2, 0))
-	assert.Equal(t, map[string]string{"device_id": "0", "user_compute_stream": "4096", "has_user_compute_stream": "1"},
-		cudaProviderOptions(0, 4096))
+	assert.Equal(t, map[string]string{"device_id": "2", "cudnn_conv_algo_search": "HEURISTIC"}, cudaProviderOptions(Options{Device: 2}))
+	assert.Equal(t, map[string]string{"device_id": "0", "cudnn_conv_algo_search": "EXHAUSTIVE", "user_compute_stream": "4096", "has_user_compute_stream": "1"},
+		cudaProviderOptions(Options{Stream: 4096, ConvAlgoSearch: ConvAlgoExhaustive}))
 }
 
 // Error paths of the GPU builds' providers, from the messages ONNX Runtime

@@ -12,11 +12,17 @@
 #                         concurrency 1, 4, 16 and 64 (the load generator is built into
 #                         edge; max_batch BATCH, parallel 2 in both runs, so only the
 #                         encoder batching differs)
+#   serve_exhaustive.txt  the batched run with cuDNN's EXHAUSTIVE algorithm search
+#                         (ONNX Runtime's default; edge's is HEURISTIC)
 #   batch_batch{1,B}.json edge batch transcribe over ITEMS items (the bundled clips
 #                         repeated), --jobs BATCH in both runs: the summary line;
 #                         batch.txt: hours of audio per hour
+#   align_batchB.json     edge batch align over the same items with their texts,
+#                         --batch BATCH (in batch.txt too)
 #   streams.txt           BenchmarkStreamCapacityGPU: 1, 4, 16 and 64 streams at once,
 #                         audio seconds per wall second, batch 1 and 16
+#   load.txt              BenchmarkStreamLoadGPU: 1 to 512 streams fed at real time,
+#                         word latency p50/p95
 #   parity.txt            TestCUDABatched: batched vs unbatched log-probs on the GPU
 #   summary.txt           the tables, and how long each step took
 #
@@ -24,7 +30,8 @@
 # host's python nvidia packages on LD_LIBRARY_PATH, its onnxruntime core
 # ($EDGE_ORT_LIB unless set), kernels/edge.fatbin ($EDGE_KERNELS_FATBIN: the
 # binaries are built with kernels_external) and $EDGE_ORT_CUDA_EP (required).
-# Knobs: BATCH (16), ITEMS (3000), SECONDS_EACH (6), LEVELS (1,4,16,64).
+# Knobs: BATCH (16), ITEMS (3000), SECONDS_EACH (6), LEVELS (1,4,16,64),
+# STEPS (which of: serve batch align streams load parity; default all).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -49,6 +56,8 @@ B=${BATCH:-16}
 ITEMS=${ITEMS:-3000}
 EACH=${SECONDS_EACH:-6}
 LEVELS=${LEVELS:-1,4,16,64}
+STEPS=" ${STEPS:-serve batch align streams load parity} "
+want() { [[ $STEPS == *" $1 "* ]]; }
 mkdir -p "$out"
 sp=$(python3 -c 'import onnxruntime, os; print(os.path.dirname(os.path.dirname(onnxruntime.__file__)))')
 ld=$(ls -d "$sp"/nvidia/*/lib 2>/dev/null | tr '\n' ':')
@@ -78,39 +87,69 @@ step() { # step NAME CMD...: runs CMD, notes its exit status and time
 	echo "EDGE_ORT_LIB=$EDGE_ORT_LIB"
 } >>"$sum" 2>&1
 
-# 1. edge serve: the same scheduler, encoder batching off and on.
-for eb in 1 "$B"; do
-	step "serve encoder_batch=$eb" "$edge" serve "${gpu[@]}" --bench "$LEVELS" --bench-duration "${EACH}s" \
-		--bench-audio models/default/testdata/demo.wav --max-batch "$B" --parallel 2 --encoder-batch "$eb" \
-		>"$out/serve_batch$eb.txt" 2>"$out/serve_batch$eb.log"
-	cat "$out/serve_batch$eb.txt" >>"$sum"
-done
+# 1. edge serve: the same scheduler, encoder batching off and on, and on
+# with cuDNN's EXHAUSTIVE algorithm search (ONNX Runtime's default).
+serve() { # serve NAME ENCODER_BATCH FLAGS...
+	local name=$1 eb=$2
+	shift 2
+	step "serve $name" "$edge" serve "${gpu[@]}" --bench "$LEVELS" --bench-duration "${EACH}s" \
+		--bench-audio models/default/testdata/demo.wav --max-batch "$B" --parallel 2 --encoder-batch "$eb" "$@" \
+		>"$out/serve_$name.txt" 2>"$out/serve_$name.log"
+	cat "$out/serve_$name.txt" >>"$sum"
+}
+if want serve; then
+	serve batch1 1
+	serve "batch$B" "$B"
+	serve exhaustive "$B" --cudnn-conv-algo-search EXHAUSTIVE
+fi
 
-# 2. edge batch transcribe: ITEMS clips, BATCH in flight, --batch 1 and BATCH.
+# 2. edge batch transcribe: ITEMS clips, BATCH in flight, --batch 1 and BATCH;
+# edge batch align over the same items with their texts, --batch BATCH.
 work=$(mktemp -d)
-td=$root/models/default/testdata
-clips=(demo words_1 words_2 words_3 words_4)
-for ((i = 0; i < ITEMS; i++)); do
-	printf '{"audio_filepath": "%s", "id": %d}\n' "$td/${clips[i % 5]}.wav" "$i"
-done >"$work/manifest.jsonl"
-echo "# edge batch transcribe: $ITEMS items (the 5 bundled clips, 2.8-5.3 s), --jobs $B" >>"$sum"
-for b in 1 "$B"; do
+python3 - "$root/models/default/testdata" "$ITEMS" "$work" <<'EOF'
+import json, sys
+td, n, work = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+clips = ["demo", "words_1", "words_2", "words_3", "words_4"]
+text = {c: json.load(open(f"{td}/{c}.json"))["text"] for c in clips}
+with open(f"{work}/manifest.jsonl", "w") as plain, open(f"{work}/align.jsonl", "w") as align:
+    for i in range(n):
+        c = clips[i % 5]
+        plain.write(json.dumps({"audio_filepath": f"{td}/{c}.wav", "id": i}) + "\n")
+        align.write(json.dumps({"audio_filepath": f"{td}/{c}.wav", "id": i, "text": text[c]}) + "\n")
+EOF
+corpus() { # corpus MODE MANIFEST BATCH NAME
 	rm -rf "$work/out"
-	step "batch --batch $b" bash -c "'$edge' batch transcribe ${gpu[*]} --manifest '$work/manifest.jsonl' --out '$work/out' \
-		--jobs $B --batch $b --progress none 2>&1 | grep '\"wall_ns\"' >'$out/batch_batch$b.json'"
-	python3 - "$out/batch_batch$b.json" "$b" >>"$out/batch.txt" <<'EOF'
+	step "batch $1 --batch $3" bash -c "'$edge' batch $1 ${gpu[*]} --manifest '$2' --out '$work/out' \
+		--jobs $B --batch $3 --progress none 2>&1 | grep '\"wall_ns\"' >'$out/$4.json'"
+	python3 - "$out/$4.json" "$1 --batch $3" >>"$out/batch.txt" <<'EOF'
 import json, sys
 s = json.load(open(sys.argv[1]))
-print(f"--batch {sys.argv[2]:>3}: {s['done']} items ({s['failed']} failed), {s['audio_ns']/3.6e12:.3f} h audio in {s['wall_ns']/1e9:.1f} s = {s['audio_ns']/s['wall_ns']:.0f} h/h")
+print(f"{sys.argv[2]:>20}: {s['done']} items ({s['failed']} failed), {s['audio_ns']/3.6e12:.3f} h audio in {s['wall_ns']/1e9:.1f} s = {s['audio_ns']/s['wall_ns']:.0f} h/h")
 EOF
-done
+}
+echo "# edge batch: $ITEMS items (the 5 bundled clips, 2.8-5.3 s), --jobs $B" >>"$sum"
+if want batch; then
+	corpus transcribe "$work/manifest.jsonl" 1 batch_batch1
+	corpus transcribe "$work/manifest.jsonl" "$B" "batch_batch$B"
+fi
+want align && corpus align "$work/align.jsonl" "$B" "align_batch$B"
 rm -rf "$work"
-cat "$out/batch.txt" >>"$sum"
+[[ -f $out/batch.txt ]] && cat "$out/batch.txt" >>"$sum"
 
-# 3. Streams at once, batching off and on; 4. parity of batched GPU runs.
-(cd asr && step "stream capacity" "$bins/asr.test" -test.run '^$' -test.bench StreamCapacityGPU -test.benchtime 1x \
-	>"$out/streams.txt" 2>&1)
-grep -E 'audio-s/s|^ok|FAIL' "$out/streams.txt" >>"$sum"
-(cd asr && step "parity" "$bins/asr.test" -test.run 'CUDABatched' -test.v >"$out/parity.txt" 2>&1)
-grep -E 'max \|diff\||--- ' "$out/parity.txt" >>"$sum"
+# 3. Streams at once, batching off and on, unpaced (capacity) and paced at
+# real time (latency); 4. parity of batched GPU runs.
+if want streams; then
+	(cd asr && step "stream capacity" "$bins/asr.test" -test.run '^$' -test.bench StreamCapacityGPU -test.benchtime 1x \
+		>"$out/streams.txt" 2>&1)
+	grep -E 'audio-s/s|^ok|FAIL' "$out/streams.txt" >>"$sum"
+fi
+if want load; then
+	(cd asr && step "stream load" "$bins/asr.test" -test.run '^$' -test.bench StreamLoadGPU -test.benchtime 1x \
+		-test.timeout 20m >"$out/load.txt" 2>&1)
+	grep -E 'final-p50|^ok|FAIL' "$out/load.txt" >>"$sum"
+fi
+if want parity; then
+	(cd asr && step "parity" "$bins/asr.test" -test.run 'CUDABatched' -test.v >"$out/parity.txt" 2>&1)
+	grep -E 'max \|diff\||--- ' "$out/parity.txt" >>"$sum"
+fi
 cat "$sum"

@@ -11,7 +11,8 @@
 #   edge:  `edge batch transcribe --backend cuda --execution-provider cuda
 #          --vad=false` (the zero-copy pipeline; --batch BATCH when this
 #          binary has the flag, else --jobs JOBS items in flight), then
-#          `edge transcribe --stats` on STATS_FILES files for its stages.
+#          `edge transcribe --stats` on STATS_FILES files for its stages,
+#          once for each cuDNN convolution algorithm search in ALGOS.
 #
 # Both transcribe the same manifest of HOURS (default 1) hours of the bundled
 # clips, joined 1 to 4 at a time into distinct WAV files. Prints one markdown
@@ -38,6 +39,7 @@ HOURS=${HOURS:-1}
 BATCH=${BATCH:-32}
 JOBS=${JOBS:-4}
 STATS_FILES=${STATS_FILES:-100}
+ALGOS=${ALGOS:-HEURISTIC EXHAUSTIVE} # edge's cuDNN algorithm searches, one run each
 EDGE=${EDGE_BIN:-$root/bin/edge-cuda}
 py=$root/scripts/bench/gpu_corpus.py
 export PYTHONUNBUFFERED=1
@@ -100,21 +102,25 @@ for spec in "bundled:$root/models/default:" "large:$EDGE_LARGE_MODEL:$LARGE_ARCH
 		status=1
 		continue
 	fi
-	rm -rf "$work/$name.edge"
-	if ! timeout 100 "$EDGE" batch transcribe --model "$dir" --manifest "$manifest" --out "$work/$name.edge" \
-		"${cuda[@]}" "${edge_flow[@]}" --progress none 2>"$out/$name.edge.log"; then
-		tail -20 "$out/$name.edge.log" >&2
-		say "$name: edge batch failed"
-		status=1
-		continue
-	fi
 	mapfile -t files < <(find "$work/corpus/wav" -name '*.wav' | sort | head -n "$STATS_FILES")
-	timeout 40 "$EDGE" transcribe --model "$dir" "${cuda[@]}" --stats --quiet --out "$work/$name.stats/" "${files[@]}" \
-		2>"$out/$name.stats.log" || { say "$name: edge transcribe --stats failed"; tail -5 "$out/$name.stats.log" >&2; }
-	python3 "$py" report --peer "$out/$name.peer.json" --edge-dir "$work/$name.edge" --edge-summary "$out/$name.edge.log" \
-		--edge-stats "$out/$name.stats.log" --manifest "$manifest" --name "$name" >"$out/$name.report.txt"
-	head -1 "$out/$name.report.txt" >>"$out/results.jsonl"
-	rows+=("$(tail -1 "$out/$name.report.txt")")
+	for algo in $ALGOS; do
+		run=$name.$algo
+		algo_flag=(--cudnn-conv-algo-search "$algo")
+		rm -rf "$work/$run.edge"
+		if ! timeout 100 "$EDGE" batch transcribe --model "$dir" --manifest "$manifest" --out "$work/$run.edge" \
+			"${cuda[@]}" "${algo_flag[@]}" "${edge_flow[@]}" --progress none 2>"$out/$run.edge.log"; then
+			tail -20 "$out/$run.edge.log" >&2
+			say "$run: edge batch failed"
+			status=1
+			continue
+		fi
+		timeout 60 "$EDGE" transcribe --model "$dir" "${cuda[@]}" "${algo_flag[@]}" --stats --quiet --out "$work/$run.stats/" "${files[@]}" \
+			2>"$out/$run.stats.log" || { say "$run: edge transcribe --stats failed"; tail -5 "$out/$run.stats.log" >&2; }
+		python3 "$py" report --peer "$out/$name.peer.json" --edge-dir "$work/$run.edge" --edge-summary "$out/$run.edge.log" \
+			--edge-stats "$out/$run.stats.log" --manifest "$manifest" --name "$name ($algo)" >"$out/$run.report.txt"
+		head -1 "$out/$run.report.txt" >>"$out/results.jsonl"
+		rows+=("$(tail -1 "$out/$run.report.txt")")
+	done
 done
 cp "$manifest" "$out/manifest.jsonl"
 echo "| model | audio | edge | torch | edge / torch | edge WER | torch WER |"
