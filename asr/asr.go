@@ -27,7 +27,7 @@ import (
 	"github.com/edgespeech/edge/runtime/model"
 
 	_ "github.com/edgespeech/edge/plugins/fbank" // the "fbank" op
-	_ "github.com/edgespeech/edge/runtime/onnx"  // the "encoder" op
+	"github.com/edgespeech/edge/runtime/onnx"    // the "encoder" op
 )
 
 // Options configures a Recognizer.
@@ -98,6 +98,15 @@ type Options struct {
 	// those that arrive while every pipeline is busy. Only used with
 	// Batch > 1.
 	BatchWait time.Duration
+	// PadTo rounds every encoder run's audio up to a multiple of this much
+	// (zero-padded; each chunk keeps its length, so results are those of
+	// the unpadded run within float rounding), so the encoder meets a few
+	// input shapes instead of one per length: ONNX Runtime's CUDA and
+	// TensorRT providers set up every new shape once, tens of milliseconds
+	// each. 0 is the default: one second with a GPU execution provider,
+	// none on the CPU (where padding is computed, not skipped); negative:
+	// none. Models whose output depends on padding are never padded.
+	PadTo time.Duration
 	// OnEncode, when set, is called after every encoder pipeline run with
 	// the number of chunks it encoded (1 unbatched), on the goroutine that
 	// ran it; it must be safe for concurrent use and return quickly.
@@ -129,6 +138,9 @@ type Recognizer struct {
 	batch    *batcher
 	noBatch  error
 	onEncode func(items int)
+	// padTo: encoder runs are zero-padded to a multiple of this many
+	// samples (0: to their longest chunk; see Options.PadTo).
+	padTo int
 }
 
 // Stats is where the time of one Transcribe, Align or Emissions call went
@@ -243,6 +255,7 @@ func Open(modelPath string, opt Options) (*Recognizer, error) {
 			return nil, fmt.Errorf("model %s: %w", m.Name, err)
 		}
 	}
+	r.padTo = padSamples(opt, m, r.stride)
 	if opt.Batch > 1 {
 		if r.noBatch = batchable(m); r.noBatch == nil {
 			wait := opt.BatchWait
@@ -253,6 +266,24 @@ func Open(modelPath string, opt Options) (*Recognizer, error) {
 		}
 	}
 	return r, nil
+}
+
+// DefaultGPUPadTo is Options.PadTo's default with a GPU execution provider.
+const DefaultGPUPadTo = time.Second
+
+// padSamples is Options.PadTo in samples, a multiple of stride (samples per
+// output frame), for model m: 0 when runs are not padded.
+func padSamples(opt Options, m *model.Manifest, stride int) int {
+	d := opt.PadTo
+	if d == 0 && (opt.Provider == onnx.ProviderCUDA || opt.Provider == onnx.ProviderTensorRT) {
+		d = DefaultGPUPadTo
+	}
+	if d <= 0 || batchable(m) != nil {
+		return 0
+	}
+	n := int(d.Seconds() * float64(m.SampleRate))
+	stride = max(stride, 1)
+	return max(1, (n+stride-1)/stride) * stride
 }
 
 func (r *Recognizer) closePipes() error {

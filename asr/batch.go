@@ -236,9 +236,10 @@ func (b *batcher) run(p *runtime.Pipeline, batch []*batchItem) {
 }
 
 // encodeBatch runs the chunks pcms through pipeline p in one run
-// [len(pcms), longest] (zero-padded, with each chunk's length) and returns
-// each chunk's log-probs [1, frames_i, V] and frames. One chunk's tensor
-// is returned as the pipeline made it; several are split (host memory:
+// [len(pcms), width] (zero-padded, with each chunk's length; width is the
+// longest chunk rounded up to a multiple of r.padTo) and returns each
+// chunk's log-probs [1, frames_i, V] and frames. One unpadded chunk's
+// tensor is returned as the pipeline made it; otherwise they are split (host memory:
 // slices of the batch's buffer; device memory: device-to-device copies when
 // the backend makes them, so emissions stay on the device, else
 // downloaded). Every result carries the run's statistics; an error of the
@@ -258,16 +259,21 @@ func (r *Recognizer) encodeBatch(ctx context.Context, p *runtime.Pipeline, pcms 
 		longest = max(longest, len(x))
 		lengths[i] = int64(len(x))
 	}
+	width := longest
+	if r.padTo > 0 {
+		width = (longest + r.padTo - 1) / r.padTo * r.padTo
+	}
+	whole := n == 1 && width == longest // the one chunk's output is the run's
 	var data []float32
-	if n == 1 {
+	if whole {
 		data = pcms[0]
 	} else {
-		data = make([]float32, n*longest)
+		data = make([]float32, n*width)
 		for i, x := range pcms {
-			copy(data[i*longest:], x)
+			copy(data[i*width:], x)
 		}
 	}
-	x, err := runtime.FromSlice(runtime.F32, runtime.Shape{n, longest}, data)
+	x, err := runtime.FromSlice(runtime.F32, runtime.Shape{n, width}, data)
 	if err != nil {
 		return fail(runtime.PipelineStats{}, err)
 	}
@@ -297,7 +303,7 @@ func (r *Recognizer) encodeBatch(ctx context.Context, p *runtime.Pipeline, pcms 
 			return fail(stats, fmt.Errorf("the encoder's frames[%d] = %d is outside 0..%d", i, f, T))
 		}
 	}
-	if n == 1 {
+	if whole {
 		out[0] = chunkResult{lp: lp, frames: int(frames[0]), stats: stats, items: 1}
 		return out
 	}

@@ -28,6 +28,13 @@ import (
 // be identical.
 const batchedCUDATolerance = 0.05
 
+// cudaTimeSlack is how far word and token times of a batched chunk may
+// move on the CUDA EP: one output frame of the bundled model (20 ms). With
+// TF32 products a boundary frame whose two best labels are within the
+// rounding can go either way (seen on the H200: one word end of the long
+// clip, 2.62 against 2.64 s); the texts and tokens are required equal.
+const cudaTimeSlack = 20 * time.Millisecond
+
 func TestCUDABatched(t *testing.T) {
 	be := cudatest.Backend(t)
 	ctx := context.Background()
@@ -77,7 +84,7 @@ func TestCUDABatched(t *testing.T) {
 				}
 				tr, err := batched.Transcribe(ctx, pcm[name])
 				if err == nil {
-					err = sameWords(trs[name], tr)
+					err = sameWordsWithin(trs[name], tr, cudaTimeSlack)
 				}
 				if err != nil {
 					errs <- fmt.Errorf("%s: %w", name, err)

@@ -55,6 +55,13 @@ func batchDiff(a, b []float32) float64 {
 // sameWords requires the same text, tokens and word times, and confidences
 // within float rounding.
 func sameWords(want, got *transcript.Transcript) error {
+	return sameWordsWithin(want, got, 0)
+}
+
+// sameWordsWithin requires the same text and tokens, word and token times
+// within slack, and with slack 0 also confidences within float rounding.
+func sameWordsWithin(want, got *transcript.Transcript, slack time.Duration) error {
+	near := func(a, b time.Duration) bool { return (a - b).Abs() <= slack }
 	if want.Text != got.Text {
 		return fmt.Errorf("text %q, want %q", got.Text, want.Text)
 	}
@@ -63,13 +70,13 @@ func sameWords(want, got *transcript.Transcript) error {
 	}
 	for i, w := range want.Words {
 		g := got.Words[i]
-		if w.Text != g.Text || w.Start != g.Start || w.End != g.End || math.Abs(w.Confidence-g.Confidence) > 1e-3 {
+		if w.Text != g.Text || !near(w.Start, g.Start) || !near(w.End, g.End) || (slack == 0 && math.Abs(w.Confidence-g.Confidence) > 1e-3) {
 			return fmt.Errorf("word %d %+v, want %+v", i, g, w)
 		}
 	}
 	for i, tk := range want.Tokens {
 		g := got.Tokens[i]
-		if tk.ID != g.ID || tk.Start != g.Start || tk.End != g.End {
+		if tk.ID != g.ID || !near(tk.Start, g.Start) || !near(tk.End, g.End) {
 			return fmt.Errorf("token %d %+v, want %+v", i, g, tk)
 		}
 	}
@@ -382,4 +389,43 @@ func TestBatchIdleStartsAtOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Less(t, time.Since(t0), 5*time.Second, "the lone call waited for BatchWait")
 	assert.Equal(t, truth.Text, tr.Text)
+}
+
+// TestPadTo: runs padded to a multiple of PadTo give the unpadded log-probs
+// (within float rounding) and words, batched or not; models whose output
+// depends on padding are not padded.
+func TestPadTo(t *testing.T) {
+	ctx := context.Background()
+	plain, err := Open(defaultModel, Options{})
+	require.NoError(t, err)
+	defer plain.Close()
+	for _, opt := range []Options{{PadTo: time.Second}, {PadTo: 3 * time.Second, Batch: 4}} {
+		padded, err := Open(defaultModel, opt)
+		require.NoError(t, err)
+		defer padded.Close()
+		assert.Equal(t, int(opt.PadTo.Seconds()*16000), padded.padTo)
+		for _, name := range clipNames {
+			pcm, _ := loadTruth(t, name)
+			want, _, err := plain.Emissions(ctx, pcm)
+			require.NoError(t, err)
+			got, _, err := padded.Emissions(ctx, pcm)
+			require.NoError(t, err)
+			assert.LessOrEqual(t, batchDiff(want, got), 1e-4, "%s, PadTo %v", name, opt.PadTo)
+			wt, err := plain.Transcribe(ctx, pcm)
+			require.NoError(t, err)
+			gt, err := padded.Transcribe(ctx, pcm)
+			require.NoError(t, err)
+			assert.NoError(t, sameWords(wt, gt), "%s, PadTo %v", name, opt.PadTo)
+		}
+	}
+	cpu, err := Open(defaultModel, Options{})
+	require.NoError(t, err)
+	defer cpu.Close()
+	assert.Zero(t, cpu.padTo, "no padding by default on the CPU")
+	m := *cpu.Manifest()
+	assert.Equal(t, 16000, padSamples(Options{Provider: "cuda"}, &m, 320), "1 s with the CUDA EP")
+	assert.Equal(t, 640, padSamples(Options{PadTo: 30 * time.Millisecond}, &m, 320), "a multiple of the frame stride")
+	assert.Zero(t, padSamples(Options{Provider: "cuda", PadTo: -1}, &m, 320))
+	m.PaddingSensitive = true
+	assert.Zero(t, padSamples(Options{PadTo: time.Second}, &m, 320), "padding-sensitive models are not padded")
 }

@@ -19,7 +19,7 @@ var configKeys = []string{
 	"strict", "raw", "rate", "channels", "quiet",
 	"stream_chunk", "stream_left", "stream_look_ahead", "partials",
 	"vad", "max_segment", "vad_threshold",
-	"batch", "batch_wait",
+	"batch", "batch_wait", "pad_to",
 	"kernels_fatbin", // EDGE_KERNELS_FATBIN, read by package kernels
 	"vad_model",      // EDGE_VAD_MODEL, read by package plugins/vad
 }

@@ -57,6 +57,7 @@ func asrFlags(fs *pflag.FlagSet) {
 // its own: serve.max_batch and serve.batch_wait drive the same batcher).
 func batchFlags(fs *pflag.FlagSet) {
 	fs.Int("batch", 1, "most audio chunks encoded in one encoder run: chunks that reach the encoder together (the chunks of long audio, edge batch's items in flight) share runs; 1 encodes each alone")
+	fs.Duration("pad-to", 0, "round every encoder run's audio up to a multiple of this (0: "+asr.DefaultGPUPadTo.String()+" with --execution-provider cuda or tensorrt, none on the CPU; negative: none), so a GPU provider meets few input shapes")
 	fs.Duration("batch-wait", asr.DefaultBatchWait, "with --batch > 1, how long a run that is not full waits for more chunks after its first (0: no wait)")
 }
 
@@ -126,6 +127,7 @@ func openRecognizerOn(k *koanf.Koanf, backend runtime.Backend, tune ...func(*asr
 	opt := asr.Options{
 		Batch:          k.Int("batch"),
 		BatchWait:      batchWait(k.Duration("batch_wait")),
+		PadTo:          k.Duration("pad_to"),
 		VAD:            speech,
 		ORTLib:         k.String("ort_lib"),
 		Threads:        k.Int("threads"),

@@ -12,7 +12,7 @@
 #          --vad=false` (the zero-copy pipeline; --batch BATCH when this
 #          binary has the flag, else --jobs JOBS items in flight), then
 #          `edge transcribe --stats` on STATS_FILES files for its stages,
-#          once for each cuDNN convolution algorithm search in ALGOS.
+#          once for each cuDNN algorithm search and --pad-to in VARIANTS.
 #
 # Both transcribe the same manifest of HOURS (default 1) hours of the bundled
 # clips, joined 1 to 4 at a time into distinct WAV files. Prints one markdown
@@ -39,7 +39,9 @@ HOURS=${HOURS:-1}
 BATCH=${BATCH:-32}
 JOBS=${JOBS:-4}
 STATS_FILES=${STATS_FILES:-100}
-ALGOS=${ALGOS:-HEURISTIC EXHAUSTIVE} # edge's cuDNN algorithm searches, one run each
+# edge's runs, one per ALGO:PAD: cuDNN's convolution algorithm search and
+# --pad-to (the shape bucket; -1s: none)
+VARIANTS=${VARIANTS:-HEURISTIC:1s HEURISTIC:-1s EXHAUSTIVE:-1s}
 EDGE=${EDGE_BIN:-$root/bin/edge-cuda}
 py=$root/scripts/bench/gpu_corpus.py
 export PYTHONUNBUFFERED=1
@@ -103,9 +105,10 @@ for spec in "bundled:$root/models/default:" "large:$EDGE_LARGE_MODEL:$LARGE_ARCH
 		continue
 	fi
 	mapfile -t files < <(find "$work/corpus/wav" -name '*.wav' | sort | head -n "$STATS_FILES")
-	for algo in $ALGOS; do
-		run=$name.$algo
-		algo_flag=(--cudnn-conv-algo-search "$algo")
+	for v in $VARIANTS; do
+		algo=${v%%:*} pad=${v#*:}
+		run=$name.$algo.pad$pad
+		algo_flag=(--cudnn-conv-algo-search "$algo" --pad-to "$pad")
 		rm -rf "$work/$run.edge"
 		if ! timeout 100 "$EDGE" batch transcribe --model "$dir" --manifest "$manifest" --out "$work/$run.edge" \
 			"${cuda[@]}" "${algo_flag[@]}" "${edge_flow[@]}" --progress none 2>"$out/$run.edge.log"; then
@@ -117,7 +120,7 @@ for spec in "bundled:$root/models/default:" "large:$EDGE_LARGE_MODEL:$LARGE_ARCH
 		timeout 60 "$EDGE" transcribe --model "$dir" "${cuda[@]}" "${algo_flag[@]}" --stats --quiet --out "$work/$run.stats/" "${files[@]}" \
 			2>"$out/$run.stats.log" || { say "$run: edge transcribe --stats failed"; tail -5 "$out/$run.stats.log" >&2; }
 		python3 "$py" report --peer "$out/$name.peer.json" --edge-dir "$work/$run.edge" --edge-summary "$out/$run.edge.log" \
-			--edge-stats "$out/$run.stats.log" --manifest "$manifest" --name "$name ($algo)" >"$out/$run.report.txt"
+			--edge-stats "$out/$run.stats.log" --manifest "$manifest" --name "$name ($algo, pad $pad)" >"$out/$run.report.txt"
 		head -1 "$out/$run.report.txt" >>"$out/results.jsonl"
 		rows+=("$(tail -1 "$out/$run.report.txt")")
 	done
