@@ -52,6 +52,13 @@ type Options struct {
 	// ConvAlgoSearch is the CUDA provider's cuDNN convolution algorithm
 	// search (onnx.ConvAlgoHeuristic, the default; see onnx.Options).
 	ConvAlgoSearch string
+	// ConvNC1D gives cuDNN 1-D convolutions as [N, C, 1, D] on the CUDA
+	// provider (see onnx.Options.ConvNC1D).
+	ConvNC1D bool
+	// ORTProfile, when set, is the file prefix of ONNX Runtime's profile of
+	// the encoder session, written when the recogniser closes (see
+	// onnx.Options.Profile).
+	ORTProfile string
 	// Fallback "cpu" runs the encoder on the CPU when the GPU provider
 	// cannot be used; "" fails instead.
 	Fallback string
@@ -299,10 +306,13 @@ func (r *Recognizer) closePipes() error {
 func pipelineConfig(m *model.Manifest, modelPath string, opt Options) runtime.PipelineConfig {
 	params := map[string]any{"model": modelPath, "threads": opt.Threads, "ort_lib": opt.ORTLib}
 	for k, v := range map[string]string{"precision": opt.Precision, "execution_provider": opt.Provider, "ort_cuda_ep": opt.CUDAEP,
-		"fallback": opt.Fallback, "bind": opt.Bind, "cudnn_conv_algo_search": opt.ConvAlgoSearch} {
+		"fallback": opt.Fallback, "bind": opt.Bind, "cudnn_conv_algo_search": opt.ConvAlgoSearch, "ort_profile": opt.ORTProfile} {
 		if v != "" {
 			params[k] = v
 		}
+	}
+	if opt.ConvNC1D {
+		params["cudnn_conv1d_nc1d"] = true
 	}
 	encoder := runtime.StepConfig{Name: "encoder", Op: "encoder", Params: params}
 	cfg := runtime.PipelineConfig{

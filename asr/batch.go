@@ -259,10 +259,7 @@ func (r *Recognizer) encodeBatch(ctx context.Context, p *runtime.Pipeline, pcms 
 		longest = max(longest, len(x))
 		lengths[i] = int64(len(x))
 	}
-	width := longest
-	if r.padTo > 0 {
-		width = (longest + r.padTo - 1) / r.padTo * r.padTo
-	}
+	width := r.paddedLen(longest)
 	whole := n == 1 && width == longest // the one chunk's output is the run's
 	var data []float32
 	if whole {
@@ -316,6 +313,15 @@ func (r *Recognizer) encodeBatch(ctx context.Context, p *runtime.Pipeline, pcms 
 		out[i] = chunkResult{lp: parts[i], frames: int(frames[i]), stats: stats, items: n}
 	}
 	return out
+}
+
+// paddedLen is the width of an encoder run whose longest chunk has n
+// samples: n rounded up to a multiple of r.padTo.
+func (r *Recognizer) paddedLen(n int) int {
+	if r.padTo <= 0 {
+		return n
+	}
+	return (n + r.padTo - 1) / r.padTo * r.padTo
 }
 
 // split cuts log-probs [b, T, V] into one [1, frames[i], V] tensor per item.

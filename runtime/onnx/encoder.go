@@ -74,6 +74,13 @@ type Options struct {
 	// synchronisation. 0: the provider's own stream. Works with the plugin EP
 	// and with the providers built into a GPU build of ONNX Runtime.
 	Stream uintptr
+	// ConvNC1D lays 1-D convolutions out as [N, C, 1, D] for cuDNN (the
+	// CUDA provider's cudnn_conv1d_pad_to_nc1d) instead of [N, C, D, 1].
+	ConvNC1D bool
+	// Profile, when set, makes ONNX Runtime write a profile of the session
+	// (every node's run time and provider, Chrome trace JSON) to
+	// Profile_<timestamp>.json when the encoder closes.
+	Profile string
 	// ConvAlgoSearch is the CUDA provider's cuDNN convolution algorithm
 	// search (ConvAlgoHeuristic, the default, ConvAlgoExhaustive or
 	// ConvAlgoDefault), for ProviderCUDA and TensorRT's CUDA fallback.
@@ -311,6 +318,11 @@ func sessionOptions(o Options) (*ort.SessionOptions, EPDevice, error) {
 	}
 	for _, key := range []string{"session.intra_op.allow_spinning", "session.inter_op.allow_spinning"} {
 		if err := so.AddSessionConfigEntry(key, spin); err != nil {
+			return fail(err)
+		}
+	}
+	if o.Profile != "" {
+		if err := so.EnableProfiling(o.Profile); err != nil {
 			return fail(err)
 		}
 	}

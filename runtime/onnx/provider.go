@@ -144,6 +144,9 @@ func cudaProviderOptions(o Options) map[string]string {
 		search = ConvAlgoHeuristic
 	}
 	options := map[string]string{"device_id": strconv.Itoa(o.Device), "cudnn_conv_algo_search": search}
+	if o.ConvNC1D {
+		options["cudnn_conv1d_pad_to_nc1d"] = "1"
+	}
 	if o.Stream != 0 {
 		options["user_compute_stream"] = strconv.FormatUint(uint64(o.Stream), 10)
 		options["has_user_compute_stream"] = "1"

@@ -12,7 +12,9 @@
 #          --vad=false` (the zero-copy pipeline; --batch BATCH when this
 #          binary has the flag, else --jobs JOBS items in flight), then
 #          `edge transcribe --stats` on STATS_FILES files for its stages,
-#          once for each cuDNN algorithm search and --pad-to in VARIANTS.
+#          once for each cuDNN algorithm search and --pad-to in VARIANTS,
+#          and ONNX Runtime's per-node profile of PROFILE_FILES of them
+#          (scripts/bench/ort_profile.py: OUT/NAME.profile.txt).
 #
 # Both transcribe the same manifest of HOURS (default 1) hours of the bundled
 # clips, joined 1 to 4 at a time into distinct WAV files. Prints one markdown
@@ -39,6 +41,7 @@ HOURS=${HOURS:-1}
 BATCH=${BATCH:-32}
 JOBS=${JOBS:-4}
 STATS_FILES=${STATS_FILES:-100}
+PROFILE_FILES=${PROFILE_FILES:-30} # edge transcribe --ort-profile over this many (0: none)
 # edge's runs, one per ALGO:PAD: cuDNN's convolution algorithm search and
 # --pad-to (the shape bucket; -1s: none)
 VARIANTS=${VARIANTS:-HEURISTIC:1s HEURISTIC:-1s EXHAUSTIVE:-1s}
@@ -124,6 +127,14 @@ for spec in "bundled:$root/models/default:" "large:$EDGE_LARGE_MODEL:$LARGE_ARCH
 		head -1 "$out/$run.report.txt" >>"$out/results.jsonl"
 		rows+=("$(tail -1 "$out/$run.report.txt")")
 	done
+	# ONNX Runtime's own profile of the encoder on PROFILE_FILES files, one at a time
+	if ((PROFILE_FILES > 0)); then
+		rm -f "$work/$name.prof"_*.json
+		timeout 60 "$EDGE" transcribe --model "$dir" "${cuda[@]}" --ort-profile "$work/$name.prof" --quiet \
+			--out "$work/$name.prof.out/" "${files[@]:0:PROFILE_FILES}" 2>"$out/$name.profile.log" &&
+			python3 "$root/scripts/bench/ort_profile.py" "$work/$name.prof"_*.json >"$out/$name.profile.txt" ||
+			say "$name: the ONNX Runtime profile failed"
+	fi
 done
 cp "$manifest" "$out/manifest.jsonl"
 echo "| model | audio | edge | torch | edge / torch | edge WER | torch WER |"
