@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -504,4 +505,40 @@ func TestSpinOption(t *testing.T) {
 		}
 		require.NoError(t, so.Destroy())
 	}
+}
+
+// TestProfile: with ort_profile set, closing the encoder leaves ONNX
+// Runtime's profile of its runs: a JSON trace holding a model_run event and
+// the nodes' kernel times.
+func TestProfile(t *testing.T) {
+	prefix := filepath.Join(t.TempDir(), "enc")
+	inst, err := runtime.New("encoder", map[string]any{"model": "testdata/nemo", "threads": 1, "ort_profile": prefix}, runtime.CPU)
+	require.NoError(t, err)
+	_, err = inst.Run(context.Background(), runtime.Tensors{
+		"features": load(t, "nemo_features.npy"),
+		"lengths":  load(t, "nemo_lengths.npy"),
+	})
+	require.NoError(t, err)
+	require.NoError(t, inst.Close())
+	files, err := filepath.Glob(prefix + "_*.json")
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	data, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	var events []struct {
+		Cat  string `json:"cat"`
+		Name string `json:"name"`
+	}
+	require.NoError(t, json.Unmarshal(data, &events))
+	var runs, nodes int
+	for _, e := range events {
+		if e.Cat == "Session" && e.Name == "model_run" {
+			runs++
+		}
+		if e.Cat == "Node" && strings.HasSuffix(e.Name, "_kernel_time") {
+			nodes++
+		}
+	}
+	assert.Equal(t, 1, runs)
+	assert.Positive(t, nodes)
 }
