@@ -26,8 +26,9 @@ import (
 // A batch starts when it holds Options.Batch chunks, or BatchWait after its
 // first chunk arrived, or at once with the chunks already waiting when no
 // other batch is running (a lone call never waits for company); while every
-// pipeline is busy it keeps filling up to Options.Batch. Batches run on the pool of Options.Workers pipelines, so
-// several run at once on the CPU. Padding never reaches a result: the fbank
+// pipeline is busy it keeps filling up to Options.Batch. Batches run on the
+// pool of Options.Workers pipelines, so several run at once on the CPU. Runs
+// are zero-padded to the longest chunk, rounded up to Options.PadTo. Padding never reaches a result: the fbank
 // op and the encoder take each item's length, and batching is used only for
 // models whose output does not depend on it (see batchable).
 
