@@ -227,6 +227,13 @@ func Open(path string, opts Options) (*Encoder, error) {
 
 // newSession creates the session on the configured provider.
 func newSession(path string, inNames, outNames []string, opts Options) (*ort.DynamicAdvancedSession, EPDevice, error) {
+	if opts.Provider == ProviderCUDA {
+		if _, err := findCUDAEP(opts.EPLibrary); err == nil {
+			if err := pluginSliceError(path, Version()); err != nil {
+				return nil, EPDevice{}, err
+			}
+		}
+	}
 	so, dev, err := sessionOptions(opts)
 	if err != nil {
 		return nil, EPDevice{}, err
