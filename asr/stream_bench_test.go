@@ -170,6 +170,17 @@ func BenchmarkStreamLoad(b *testing.B) {
 	streamLoad(b, Options{}, []int{1, 8, 16, 24, 32})
 }
 
+// pausedClips is the bundled clips one after another, each followed by 1 s
+// of silence.
+func pausedClips(b *testing.B) []float32 {
+	var pcm []float32
+	for _, name := range clipNames {
+		x, _ := loadTruth(b, name)
+		pcm = append(append(pcm, x...), make([]float32, 16000)...)
+	}
+	return pcm
+}
+
 // streamLoad runs BenchmarkStreamLoad's paced load with n streams for each
 // n on a recogniser opened with opt.
 func streamLoad(b *testing.B, opt Options, streams []int) {
@@ -178,11 +189,7 @@ func streamLoad(b *testing.B, opt Options, streams []int) {
 		b.Fatal(err)
 	}
 	defer r.Close()
-	var pcm []float32
-	for _, name := range clipNames {
-		x, _ := loadTruth(b, name)
-		pcm = append(append(pcm, x...), make([]float32, 16000)...)
-	}
+	pcm := pausedClips(b)
 	for _, n := range streams {
 		b.Run(fmt.Sprintf("streams=%d", n), func(b *testing.B) {
 			var fin, part []time.Duration
@@ -258,11 +265,7 @@ func streamCapacity(b *testing.B, opt Options, streams []int) {
 		b.Fatal(err)
 	}
 	defer r.Close()
-	var pcm []float32
-	for _, name := range clipNames {
-		x, _ := loadTruth(b, name)
-		pcm = append(append(pcm, x...), make([]float32, 16000)...)
-	}
+	pcm := pausedClips(b)
 	audio := float64(len(pcm)) / 16000
 	for _, n := range streams {
 		for _, path := range streamPaths {
