@@ -110,7 +110,7 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 
 // BenchmarkStreamLatency: word latency of a stream fed at real time
 // (simulated clock), at the default settings and two others, over the
-// bundled clips with 1 s pauses (about 30 s of audio). Metrics: p50/p95 of
+// bundled clips with 1 s pauses (25.3 s of audio). Metrics: p50/p95 of
 // the delay from a word's end to its final and to its first partial, and
 // the words whose final text differs from offline recognition of the clip.
 //
@@ -159,7 +159,7 @@ func BenchmarkStreamLatency(b *testing.B) {
 }
 
 // BenchmarkStreamLoad: latency under load on the CPU. N streams at once
-// on one recogniser, each fed the bundled clips with 1 s pauses (31 s) at
+// on one recogniser, each fed the bundled clips with 1 s pauses (25.3 s) at
 // real time on the wall clock, their starts spread over the first second;
 // p50/p95 of the word delays (as BenchmarkStreamLatency's) over all
 // streams' words. N real-time streams are sustained while the delays stay
