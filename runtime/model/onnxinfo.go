@@ -94,21 +94,32 @@ const (
 // ReadONNX reads an .onnx file's interface (see ONNXInfo). It seeks over the
 // weights, so a 2 GB model costs a few reads of its graph structure.
 func ReadONNX(path string) (*ONNXInfo, error) {
-	f, err := os.Open(path)
+	info, err := readONNXFile(path, parseONNX)
 	if err != nil {
 		return nil, err
+	}
+	info.Path = path
+	return info, nil
+}
+
+// readONNXFile parses the ModelProto in the file at path with parse,
+// reading through the file (parse seeks over what it skips).
+func readONNXFile[T any](path string, parse func(pb.Msg) (T, error)) (T, error) {
+	var zero T
+	f, err := os.Open(path)
+	if err != nil {
+		return zero, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	info, err := parseONNX(pb.New(f, st.Size()))
+	v, err := parse(pb.New(f, st.Size()))
 	if err != nil {
-		return nil, fmt.Errorf("%s: not a readable ONNX model: %w", path, err)
+		return zero, fmt.Errorf("%s: not a readable ONNX model: %w", path, err)
 	}
-	info.Path = path
-	return info, nil
+	return v, nil
 }
 
 // ParseONNX parses a serialised ModelProto held in memory (see ReadONNX).

@@ -2,7 +2,6 @@ package model
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/edgespeech/edge/runtime/model/internal/pb"
 )
@@ -16,22 +15,7 @@ const maxGraphDepth = 32
 // nodes, subgraphs included, whose starts, ends, axes or steps are
 // computed at run time: inputs that are neither initializers nor outputs of
 // Constant nodes. Malformed files are an error, never a panic.
-func RuntimeSlices(path string) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	found, err := runtimeSlices(pb.New(f, st.Size()))
-	if err != nil {
-		return nil, fmt.Errorf("%s: not a readable ONNX model: %w", path, err)
-	}
-	return found, nil
-}
+func RuntimeSlices(path string) ([]string, error) { return readONNXFile(path, runtimeSlices) }
 
 func runtimeSlices(m pb.Msg) ([]string, error) {
 	var graph *pb.Msg
