@@ -44,59 +44,60 @@ func pbGraph(initializers []string, nodes ...[]byte) []byte {
 
 func pbModel(graph []byte) []byte { return append([]byte{1 << 3, 8}, pbField(7, graph)...) }
 
-func TestRuntimeSlices(t *testing.T) {
-	body := pbGraph(nil, pbNode("inner", "Slice", []string{"x", "outer_start", "dyn_end"}, []string{"y"}))
+func TestSliceNodes(t *testing.T) {
+	body := pbGraph(nil, pbNode("inner", "Slice", []string{"x", "s", "e"}, []string{"y"}))
 	g := pbGraph([]string{"s0", "e0"},
 		pbNode("c", "Constant", nil, []string{"e1"}),
-		pbNode("const_init", "Slice", []string{"x", "s0", "e0"}, []string{"a"}),
-		pbNode("const_node", "Slice", []string{"x", "s0", "e1", "", ""}, []string{"b"}),
+		pbNode("first", "Slice", []string{"x", "s0", "e0"}, []string{"a"}),
 		pbNode("shape", "Shape", []string{"x"}, []string{"dyn_end"}),
-		pbNode("runtime", "Slice", []string{"x", "s0", "dyn_end"}, []string{"c"}),
-		pbNode("", "Slice", []string{"x", "s0", "e0", "axes_dyn"}, []string{"d"}),
-		pbNode("opset1", "Slice", []string{"x"}, []string{"e"}),
+		pbNode("", "Slice", []string{"x", "s0", "dyn_end"}, []string{"d"}),
 		pbNode("if", "If", []string{"cond"}, []string{"f"}, body),
 	)
-	got, err := runtimeSlices(pb.FromBytes(pbModel(g)))
+	got, err := sliceNodes(pb.FromBytes(pbModel(g)))
 	require.NoError(t, err)
-	assert.Equal(t, []string{"runtime", "node 5", "inner"}, got)
+	assert.Equal(t, []string{"first", "node 3", "inner"}, got)
 
 	for _, c := range []struct {
 		file string
 		want []string
 	}{
 		{"../../models/default/model.onnx", nil},
-		{"../../models/testdata/w2v/model.onnx", nil}, // one Slice, constant bounds
-		{"../../models/testdata/nemo/model.onnx", []string{"/inner/encoder/layers.0/self_attn/Slice_2", "/inner/encoder/layers.1/self_attn/Slice_2"}},
+		{"../../models/testdata/w2v/model.onnx", []string{"/wav2vec2/encoder/pos_conv_embed/padding/Slice"}}, // SamePad, constant bounds
 	} {
-		got, err := RuntimeSlices(c.file)
+		got, err := SliceNodes(c.file)
 		require.NoError(t, err, c.file)
 		assert.Equal(t, c.want, got, c.file)
 	}
 
-	_, err = runtimeSlices(pb.FromBytes(pbModel(g)[:40]))
+	nemo, err := SliceNodes("../../models/testdata/nemo/model.onnx")
+	require.NoError(t, err)
+	assert.Len(t, nemo, 6)
+	assert.Contains(t, nemo, "/inner/encoder/layers.0/self_attn/Slice_2")
+
+	_, err = sliceNodes(pb.FromBytes(pbModel(g)[:40]))
 	assert.Error(t, err, "truncated")
-	_, err = runtimeSlices(pb.FromBytes([]byte{0x08, 0x01}))
+	_, err = sliceNodes(pb.FromBytes([]byte{0x08, 0x01}))
 	assert.ErrorContains(t, err, "no graph")
 	deep := pbGraph(nil)
 	for range maxGraphDepth + 2 {
 		deep = pbGraph(nil, pbNode("if", "If", nil, nil, deep))
 	}
-	_, err = runtimeSlices(pb.FromBytes(pbModel(deep)))
+	_, err = sliceNodes(pb.FromBytes(pbModel(deep)))
 	assert.ErrorContains(t, err, "nested deeper")
-	_, err = RuntimeSlices("no/such/model.onnx")
+	_, err = SliceNodes("no/such/model.onnx")
 	assert.Error(t, err)
 }
 
-// FuzzRuntimeSlices: the scanner returns names or an error on any bytes,
+// FuzzSliceNodes: the scanner returns names or an error on any bytes,
 // never panics.
-func FuzzRuntimeSlices(f *testing.F) {
+func FuzzSliceNodes(f *testing.F) {
 	g := pbGraph([]string{"s"}, pbNode("n", "Slice", []string{"x", "s", "e"}, []string{"y"}),
 		pbNode("if", "If", nil, nil, pbGraph(nil, pbNode("m", "Slice", []string{"x", "s", "e"}, nil))))
 	f.Add(pbModel(g))
 	f.Add(pbModel(g)[:25])
 	f.Add([]byte{0x3a, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		names, err := runtimeSlices(pb.FromBytes(b))
+		names, err := sliceNodes(pb.FromBytes(b))
 		if err != nil {
 			assert.Empty(t, names)
 		}
