@@ -3,8 +3,8 @@
 # a GPU host (which has no Go toolchain) from the repository root there.
 #
 #   here:  make test-cuda-bin KERNELS=external
-#          mkdir -p .gpu-carry/bin && for f in bin/cuda/*.test; do xz -c $f > .gpu-carry/bin/${f##*/}.xz; done
-#   there: scripts/gpu-test.sh .gpu-carry/bin $OUT asr:'-test.run CUDA' plugins_dpx
+#          mkdir -p bin/gpu-carry/bin && for f in bin/cuda/*.test; do xz -c $f > bin/gpu-carry/bin/${f##*/}.xz; done
+#   there: scripts/gpu-test.sh bin/gpu-carry/bin $OUT asr:'-test.run CUDA' plugins_dpx
 #
 # BINDIR holds NAME.test or NAME.test.xz (NAME as test-cuda-bin writes it:
 # the package path with / as _, e.g. plugins_fbank). Each named binary (every

@@ -221,7 +221,7 @@ func (info *ONNXInfo) parseGraph(g pb.Msg) error {
 		switch f.Num {
 		case 1: // node
 			info.Nodes++
-			op, err := nodeOp(f.Sub)
+			_, op, _, err := readNode(f.Sub)
 			if err != nil {
 				return err
 			}
@@ -268,17 +268,6 @@ func (info *ONNXInfo) parseGraph(g pb.Msg) error {
 	}
 	sort.Strings(info.ExternalData)
 	return nil
-}
-
-func nodeOp(m pb.Msg) (string, error) {
-	it := m.Fields()
-	var f pb.Field
-	for it.Next(&f) {
-		if f.Num == 4 && f.Wire == pb.Bytes {
-			return f.Sub.String(maxNameBytes)
-		}
-	}
-	return "", it.Err()
 }
 
 // initializer returns a TensorProto's name and, for external data, its

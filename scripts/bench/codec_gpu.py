@@ -11,7 +11,7 @@ the edge side needs). Steps, all in one run:
 2. OUT/encodec24_bench/: encoder.onnx (pcm [B, N] -> latents [B, T, 128]; the TorchScript exporter,
    checked against torch on the CPU at two lengths), model.yaml (the output named log_probs, so
    that edge's encoder op runs it with device-resident input and output), tokens.txt (128
-   placeholder tokens: the op's width check) and codebooks.npy (f32 [32, 1024, 128]).
+   token names, read only by the op's vocabulary-width check) and codebooks.npy (f32 [32, 1024, 128]).
 3. Peer, twice (before and after ours, so the two alternate): transformers' EncodecModel.encode()
    on the GPU, one batch of B clips of S seconds, at 6 kbps (8 codebooks) and 24 kbps (32), fp32
    with TF32 off (the codes of the fp32 reference), and m.encoder alone; median of --repeats timed

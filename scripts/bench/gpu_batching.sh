@@ -2,7 +2,7 @@
 # gpu_batching.sh [CARRY]: encoder batching on the GPU host, in one call
 # (about 4 minutes), from the repository root there. Results under $OUT.
 #
-#   here:  scripts/bench/gpu_batching.sh --build   # writes .gpu-carry/ (edge-cuda.xz, asr.test.xz,
+#   here:  scripts/bench/gpu_batching.sh --build   # writes bin/gpu-carry/ (edge-cuda.xz, asr.test.xz,
 #                                                  # silero_vad_v5.onnx), the folder to carry
 #   there: EDGE_ORT_CUDA_EP=/path/libonnxruntime_providers_cuda.so scripts/bench/gpu_batching.sh
 #
@@ -39,17 +39,17 @@ if [[ ${1:-} == --build ]]; then
 	set -e
 	export CGO_CFLAGS=-I$(scripts/cuda-deps.sh --print-dir)/include CGO_LDFLAGS=-L$(scripts/cuda-deps.sh --print-dir)/lib
 	scripts/cuda-deps.sh
-	mkdir -p .gpu-carry bin/cuda
+	mkdir -p bin/gpu-carry bin/cuda
 	go build -tags cuda,kernels_external -ldflags "-s -w" -o bin/edge-cuda-ext ./cmd/edge
 	go test -c -tags cuda,kernels_external -ldflags=-s\ -w -o bin/cuda/asr-ext.test ./asr
-	xz -T2 -c bin/edge-cuda-ext >.gpu-carry/edge-cuda.xz
-	xz -T2 -c bin/cuda/asr-ext.test >.gpu-carry/asr.test.xz
+	xz -T2 -c bin/edge-cuda-ext >bin/gpu-carry/edge-cuda.xz
+	xz -T2 -c bin/cuda/asr-ext.test >bin/gpu-carry/asr.test.xz
 	make -s vad-model >/dev/null
-	cp "$HOME/.cache/edge/models/silero-vad/v5/silero_vad_v5.onnx" .gpu-carry/
-	ls -l .gpu-carry
+	cp "$HOME/.cache/edge/models/silero-vad/v5/silero_vad_v5.onnx" bin/gpu-carry/
+	ls -l bin/gpu-carry
 	exit 0
 fi
-carry=$(cd "${1:-.gpu-carry}" && pwd)
+carry=$(cd "${1:-bin/gpu-carry}" && pwd)
 out=${OUT:?set OUT to the results folder}
 : "${EDGE_ORT_CUDA_EP:?set EDGE_ORT_CUDA_EP to the CUDA plugin EP library of ONNX Runtime}"
 B=${BATCH:-16}
