@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgespeech/edge/runtime/cuda"
 	"github.com/edgespeech/edge/runtime/cuda/cudatest"
 )
 
@@ -34,6 +35,19 @@ var measureShapes = [][5]int{
 // scripts/bench/rvq_gpu.py runs this next to the torch peers:
 //
 //	plugins_rvq.test -test.run '^$' -test.bench CUDAEncode -test.benchtime 20x
+
+// benchDevice uploads codebooks c and the n vectors x for a benchmark and
+// allocates its outputs: codes [n, stages] int32 and quantised [n, dim]
+// float32, all freed when b ends.
+func benchDevice(b *testing.B, be *cuda.Backend, c *Codebooks, x []float32, n int) (dc *DeviceCodebooks, xd, codes, quant cuda.DevicePtr) {
+	b.Helper()
+	dc, err := NewDeviceCodebooks(be, c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return dc, devF32(b, be, x), devOut(b, be, n*c.NumStages()), devOut(b, be, n*c.Dim())
+}
+
 func BenchmarkCUDAEncode(b *testing.B) {
 	be, err := cudatest.Open()
 	if err != nil {
@@ -47,12 +61,7 @@ func BenchmarkCUDAEncode(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		dc, err := NewDeviceCodebooks(be, c)
-		if err != nil {
-			b.Fatal(err)
-		}
-		xd := devF32(b, be, x)
-		codes, quant := devOut(b, be, B*T*Q), devOut(b, be, B*T*D)
+		dc, xd, codes, quant := benchDevice(b, be, c, x, B*T)
 		res, err := be.Malloc(int64(scratchRows(B*T)) * int64(dc.dp) * 4)
 		if err != nil {
 			b.Fatal(err)
@@ -120,12 +129,7 @@ func BenchmarkCUDAEncodeStreaming(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		dc, err := NewDeviceCodebooks(be, c)
-		if err != nil {
-			b.Fatal(err)
-		}
-		xd := devF32(b, be, x)
-		codes, quant := devOut(b, be, frames*q), devOut(b, be, frames*d)
+		dc, xd, codes, quant := benchDevice(b, be, c, x, frames)
 		for _, path := range encodePaths(b) {
 			b.Run(fmt.Sprintf("frames%d/%s", frames, path), func(b *testing.B) {
 				dc.forcePath = path

@@ -223,12 +223,7 @@ func BenchmarkCUDAF32Encode(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		dc, err := NewDeviceCodebooks(be, c)
-		if err != nil {
-			b.Fatal(err)
-		}
-		xd := devF32(b, be, x)
-		codes, quant := devOut(b, be, frames*q), devOut(b, be, frames*d)
+		dc, xd, codes, quant := benchDevice(b, be, c, x, frames)
 		bt := Batch{B: 1, T: frames}
 		if err := dc.Encode(xd, bt, codes, quant); err != nil { // warm-up
 			b.Fatal(err)
