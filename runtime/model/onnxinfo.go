@@ -221,11 +221,11 @@ func (info *ONNXInfo) parseGraph(g pb.Msg) error {
 		switch f.Num {
 		case 1: // node
 			info.Nodes++
-			_, op, _, err := readNode(f.Sub)
+			n, err := readNode(f.Sub)
 			if err != nil {
 				return err
 			}
-			if quantOps[op] {
+			if quantOps[n.op] {
 				info.QuantOps++
 			}
 		case 5: // initializer

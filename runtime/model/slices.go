@@ -33,29 +33,38 @@ func sliceNodes(m pb.Msg) ([]string, error) {
 		return nil, fmt.Errorf("no graph (is this an .onnx model file?)")
 	}
 	var found []string
-	if err := scanSlices(*graph, 0, &found); err != nil {
+	if err := scanSlicesIn(*graph, 1, 0, &found); err != nil {
 		return nil, err
 	}
-	return found, nil
+	it = m.Fields()
+	for it.Next(&f) {
+		if f.Num == 25 && f.Wire == pb.Bytes { // functions: FunctionProto.node = 7
+			if err := scanSlicesIn(f.Sub, 7, 0, &found); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return found, it.Err()
 }
 
-// scanSlices appends the Slice nodes of graph g (GraphProto: node = 1) and
-// of its nodes' subgraphs to found.
-func scanSlices(g pb.Msg, depth int, found *[]string) error {
+// scanSlicesIn appends to found the Slice nodes of g, a GraphProto
+// (nodeField 1) or FunctionProto (7), and of its nodes' subgraphs.
+func scanSlicesIn(g pb.Msg, nodeField, depth int, found *[]string) error {
 	if depth > maxGraphDepth {
 		return fmt.Errorf("subgraphs nested deeper than %d", maxGraphDepth)
 	}
 	it := g.Fields()
 	var f pb.Field
 	for i := 0; it.Next(&f); {
-		if f.Num != 1 || f.Wire != pb.Bytes {
+		if f.Num != nodeField || f.Wire != pb.Bytes {
 			continue
 		}
-		name, op, subgraphs, err := readNode(f.Sub)
+		n, err := readNode(f.Sub)
 		if err != nil {
 			return err
 		}
-		if op == "Slice" {
+		name := n.name
+		if n.isSlice() {
 			if name == "" {
 				name = fmt.Sprintf("node %d", i)
 			}
@@ -64,8 +73,8 @@ func scanSlices(g pb.Msg, depth int, found *[]string) error {
 			}
 			*found = append(*found, name)
 		}
-		for _, sub := range subgraphs {
-			if err := scanSlices(sub, depth+1, found); err != nil {
+		for _, sub := range n.subgraphs {
+			if err := scanSlicesIn(sub, 1, depth+1, found); err != nil {
 				return err
 			}
 		}
@@ -74,33 +83,63 @@ func scanSlices(g pb.Msg, depth int, found *[]string) error {
 	return it.Err()
 }
 
-// readNode reads a NodeProto's name (3), op_type (4) and the graphs of its
-// attributes (5: AttributeProto g = 6, graphs = 11).
-func readNode(m pb.Msg) (name, op string, subgraphs []pb.Msg, err error) {
+// nodeProto is what the readers take from a NodeProto.
+type nodeProto struct {
+	name, op, domain string
+	inputs, outputs  []string
+	attrs            []pb.Msg // AttributeProto
+	subgraphs        []pb.Msg // the graphs of its attributes (If/Loop/Scan bodies)
+}
+
+// readNode reads a NodeProto: input (1), output (2), name (3), op_type
+// (4), attribute (5; its graphs: g = 6, graphs = 11) and domain (7).
+func readNode(m pb.Msg) (nodeProto, error) {
+	var n nodeProto
 	it := m.Fields()
 	var f pb.Field
 	for it.Next(&f) {
 		if f.Wire != pb.Bytes {
 			continue
 		}
+		var err error
 		switch f.Num {
+		case 1, 2:
+			var s string
+			if s, err = f.Sub.String(maxNameBytes); err == nil {
+				if len(n.inputs)+len(n.outputs) >= maxONNXEntries {
+					return n, fmt.Errorf("a node with more than %d inputs and outputs", maxONNXEntries)
+				}
+				if f.Num == 1 {
+					n.inputs = append(n.inputs, s)
+				} else {
+					n.outputs = append(n.outputs, s)
+				}
+			}
 		case 3:
-			name, err = f.Sub.String(maxNameBytes)
+			n.name, err = f.Sub.String(maxNameBytes)
 		case 4:
-			op, err = f.Sub.String(maxNameBytes)
+			n.op, err = f.Sub.String(maxNameBytes)
+		case 7:
+			n.domain, err = f.Sub.String(maxNameBytes)
 		case 5:
+			n.attrs = append(n.attrs, f.Sub)
 			sub := f.Sub.Fields()
 			var a pb.Field
 			for sub.Next(&a) {
 				if (a.Num == 6 || a.Num == 11) && a.Wire == pb.Bytes {
-					subgraphs = append(subgraphs, a.Sub)
+					n.subgraphs = append(n.subgraphs, a.Sub)
 				}
 			}
 			err = sub.Err()
 		}
 		if err != nil {
-			return "", "", nil, err
+			return n, err
 		}
 	}
-	return name, op, subgraphs, it.Err()
+	return n, it.Err()
+}
+
+// isSlice says whether n is the ONNX Slice operator (default domain).
+func (n *nodeProto) isSlice() bool {
+	return n.op == "Slice" && (n.domain == "" || n.domain == "ai.onnx")
 }

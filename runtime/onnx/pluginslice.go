@@ -3,13 +3,14 @@ package onnx
 import (
 	"errors"
 	"fmt"
-	"strings"
+	"path/filepath"
 
 	"github.com/edgespeech/edge/runtime/model"
+	ort "github.com/yalue/onnxruntime_go"
 )
 
 // ErrPluginSlice is wrapped by the error for a model the CUDA plugin EP
-// would crash on (see pluginSliceError).
+// would crash on and that cannot be rewritten (see slicesRewritten).
 var ErrPluginSlice = errors.New("the CUDA plugin EP cannot run this model")
 
 // pluginSliceFixed is the first ONNX Runtime core with which the CUDA
@@ -17,28 +18,47 @@ var ErrPluginSlice = errors.New("the CUDA plugin EP cannot run this model")
 // every core before the next unchecked release is guarded.
 var pluginSliceFixed = [3]int{1, 31, 0}
 
-// pluginSliceError says why ONNX Runtime's CUDA plugin EP (1.29, the only
-// CUDA 13 plugin build) must not run the model at path with core version
-// coreVersion: that EP crashes the whole process (SIGSEGV inside Run) on
-// Slice nodes (seen on the H200 with run-time bounds, torch's chunk() and
-// NeMo's relative position shift, and with constant ones, wav2vec2's
-// SamePad), so a model with any is refused with an error naming them. nil when
-// the model has none, the core is newer than the releases known to crash,
-// or the file cannot be read (ONNX Runtime then reports it).
-func pluginSliceError(path, coreVersion string) error {
-	if v, err := parseVersion(coreVersion); err != nil || !versionLess(v, pluginSliceFixed) {
-		return nil
+// pluginCrashesOnSlices says whether ONNX Runtime's CUDA plugin EP (1.29,
+// the only CUDA 13 plugin build) crashes with core version coreVersion on
+// Slice nodes: it crashes the whole process (SIGSEGV inside Run) on any of
+// them, whatever their bounds (seen on the H200 with torch's chunk(),
+// NeMo's relative position shift and wav2vec2's SamePad), with every core
+// before pluginSliceFixed.
+func pluginCrashesOnSlices(coreVersion string) bool {
+	v, err := parseVersion(coreVersion)
+	return err == nil && versionLess(v, pluginSliceFixed)
+}
+
+// slicesRewritten returns the model at path with its Slice nodes rewritten
+// as Gathers of Ranges (model.SlicesAsGathers: the same values), for a
+// session on an EP that crashes on Slice. nil when the model has no Slice
+// or the file cannot be read (ONNX Runtime then reports it); an error
+// wrapping ErrPluginSlice when a Slice cannot be rewritten.
+func slicesRewritten(path string) ([]byte, error) {
+	data, _, err := model.SlicesAsGathers(path)
+	if errors.Is(err, model.ErrSliceRewrite) {
+		return nil, fmt.Errorf("%w: ONNX Runtime's CUDA plugin EP crashes the process on Slice nodes with this core (%s), "+
+			"and %v; use --fallback cpu, an ONNX Runtime with the CUDA EP built in (onnxruntime-gpu, JetPack), "+
+			"or an export without them", ErrPluginSlice, Version(), err)
 	}
-	slices, err := model.SliceNodes(path)
-	if err != nil || len(slices) == 0 {
-		return nil
+	if err != nil {
+		return nil, nil
 	}
-	shown := slices
-	if len(shown) > 3 {
-		shown = append(shown[:3:3], "...")
+	return data, nil
+}
+
+// newSessionFromBytes creates a session for data, a model rewritten from
+// the file at path by slicesRewritten: its external data, if any, is read
+// from path's directory, and ONNX Runtime must not fuse the Gathers back
+// into Slices.
+func newSessionFromBytes(data []byte, path string, inNames, outNames []string, so *ort.SessionOptions) (*ort.DynamicAdvancedSession, error) {
+	for _, kv := range [][2]string{
+		{"optimization.disable_specified_optimizers", model.GatherToSliceFusion},
+		{"session.model_external_initializers_file_folder_path", filepath.Dir(path)},
+	} {
+		if err := so.AddSessionConfigEntry(kv[0], kv[1]); err != nil {
+			return nil, err
+		}
 	}
-	return fmt.Errorf("%w: %s has %d Slice node(s) (%s), and ONNX Runtime's CUDA plugin EP "+
-		"crashes the process on them with this core (%s); use --fallback cpu, an ONNX Runtime with the CUDA EP built in "+
-		"(onnxruntime-gpu, JetPack), or an export without them (models/scripts/chunk_split.py rewrites torch's chunk() pattern)",
-		ErrPluginSlice, path, len(slices), strings.Join(shown, ", "), coreVersion)
+	return ort.NewDynamicAdvancedSessionWithONNXData(data, inNames, outNames, so)
 }

@@ -180,3 +180,36 @@ func (m Msg) String(limit int64) (string, error) {
 
 // Float32 is a fixed32 field's value as a float.
 func (f *Field) Float32() float32 { return math.Float32frombits(uint32(f.Value)) }
+
+// Pos is the offset in m.R of the next field Next reads (m.End at the end).
+func (it *Iter) Pos() int64 { return it.pos }
+
+// AppendVarint appends v in varint encoding.
+func AppendVarint(b []byte, v uint64) []byte {
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}
+
+// AppendTag appends a field's tag (its number and wire type).
+func AppendTag(b []byte, num, wire int) []byte { return AppendVarint(b, uint64(num)<<3|uint64(wire)) }
+
+// AppendInt appends a varint field holding v (negative values take ten
+// bytes, as int32 and int64 fields encode them).
+func AppendInt(b []byte, num int, v int64) []byte {
+	return AppendVarint(AppendTag(b, num, Varint), uint64(v))
+}
+
+// AppendBytes appends a length-delimited field holding payload.
+func AppendBytes(b []byte, num int, payload []byte) []byte {
+	b = AppendVarint(AppendTag(b, num, Bytes), uint64(len(payload)))
+	return append(b, payload...)
+}
+
+// AppendString appends a length-delimited field holding s.
+func AppendString(b []byte, num int, s string) []byte {
+	b = AppendVarint(AppendTag(b, num, Bytes), uint64(len(s)))
+	return append(b, s...)
+}
