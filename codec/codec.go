@@ -46,11 +46,20 @@ type Options struct {
 	Library string
 	// Threads is ONNX Runtime's intra-op thread count (0: its default).
 	Threads int
+	// Provider is the ONNX Runtime provider of the encoder and decoder
+	// graphs: onnx.ProviderCPU ("", the default) or onnx.ProviderCUDA
+	// (host I/O: ONNX Runtime copies pcm and latents to and from the GPU).
+	Provider string
+	// EPLibrary is the CUDA plugin EP library for ProviderCUDA ("":
+	// $EDGE_ORT_CUDA_EP, else the CUDA provider built into ONNX Runtime).
+	EPLibrary string
+	// Device is the GPU ordinal for ProviderCUDA.
+	Device int
 	// Backend is where the quantizer runs: nil or the CPU backend, or (in
 	// -tags cuda builds) a CUDA backend, where rvq_encode_f32 gives the
-	// CPU's codes exactly; latents go up and codes come back per clip. The
-	// ONNX graphs run on ONNX Runtime's CPU provider either way. The caller
-	// keeps the backend open while the Codec is in use.
+	// CPU's codes exactly; latents go up and codes come back per clip (the
+	// ONNX graphs run on Provider). The caller keeps the backend open while
+	// the Codec is in use.
 	Backend runtime.Backend
 }
 
@@ -345,17 +354,8 @@ func session(path, in, out string, opts Options) (*ort.DynamicAdvancedSession, e
 	if len(ins) != 1 || ins[0].Name != in || len(outs) != 1 || outs[0].Name != out {
 		return nil, fmt.Errorf("%s: want one input %q and one output %q (as scripts/golden/codec.py exports them), got %v -> %v", path, in, out, ins, outs)
 	}
-	so, err := ort.NewSessionOptions()
-	if err != nil {
-		return nil, err
-	}
-	defer so.Destroy()
-	if opts.Threads > 0 {
-		if err := so.SetIntraOpNumThreads(opts.Threads); err != nil {
-			return nil, err
-		}
-	}
-	s, err := ort.NewDynamicAdvancedSession(path, []string{in}, []string{out}, so)
+	s, err := onnx.NewSession(path, []string{in}, []string{out}, onnx.Options{Library: opts.Library, Threads: opts.Threads,
+		Provider: opts.Provider, EPLibrary: opts.EPLibrary, Device: opts.Device})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

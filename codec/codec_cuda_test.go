@@ -4,6 +4,7 @@ package codec
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -73,4 +74,57 @@ func goldenLatents(t *testing.T, golden, clip string) ([]float32, int) {
 	t.Helper()
 	shape, data := readNpy(t, filepath.Join(golden, clip+"_latents.npy"))
 	return transpose(data.([]float32), shape[0], shape[1]), shape[1]
+}
+
+// TestCUDAProvider runs the codec's graphs on ONNX Runtime's CUDA EP (the
+// plugin EP runs their Slice nodes rewritten), the quantizer on the CPU:
+// codes against transformers' (the CUDA EP computes convolutions in TF32,
+// so a code whose codewords are near ties may differ: at most 2% may),
+// and the decoded audio of transformers' codes within 1e-3 of its
+// decode().
+func TestCUDAProvider(t *testing.T) {
+	for _, fam := range []struct{ dir, golden string }{{encodecDir, encodecGolden}, {mimiDir, mimiGolden}} {
+		t.Run(filepath.Base(fam.dir), func(t *testing.T) {
+			c, err := Open(fam.dir, Options{Threads: 1, Provider: "cuda"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ctx := context.Background()
+			for _, clip := range []string{"clip0", "clip1", "clip2"} {
+				pcm := loadClip(t, c, filepath.Join(fam.golden, clip+".wav"))
+				wshape, wdata := readNpy(t, filepath.Join(fam.golden, clip+"_codes.npy"))
+				want := wdata.([]int32)
+				codes, frames, err := c.Encode(ctx, pcm, c.NumStages())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if wshape[0] != c.NumStages() || wshape[1] != frames {
+					t.Fatalf("%s: golden codes %v, edge [%d, %d]", clip, wshape, c.NumStages(), frames)
+				}
+				differ := 0
+				for i := range want {
+					if codes[i] != want[i] {
+						differ++
+					}
+				}
+				_, adata := readNpy(t, filepath.Join(fam.golden, clip+"_audio.npy"))
+				got, err := c.Decode(ctx, want, c.NumStages(), frames)
+				if err != nil {
+					t.Fatal(err)
+				}
+				worst := 0.0
+				for i, v := range adata.([]float32) {
+					worst = max(worst, math.Abs(float64(got[i]-v)))
+				}
+				t.Logf("%s: %d of %d codes differ from transformers'; decoded max |diff| %.3g", clip, differ, len(want), worst)
+				if float64(differ) > 0.02*float64(len(want)) {
+					t.Errorf("%s: %d of %d codes differ", clip, differ, len(want))
+				}
+				if worst > 1e-3 {
+					t.Errorf("%s: max |decoded - transformers| = %g, want <= 1e-3", clip, worst)
+				}
+			}
+		})
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/edgespeech/edge/runtime"
 	"github.com/edgespeech/edge/runtime/audio"
 	"github.com/edgespeech/edge/runtime/npy"
+	"github.com/edgespeech/edge/runtime/onnx"
 )
 
 const (
@@ -36,7 +37,9 @@ func codecFlags(fs interface {
 	fs.String("codec", "", "codec directory: config.json + model.safetensors + encoder.onnx + decoder.onnx (scripts/golden/codec.py writes one)")
 	fs.Int("threads", 0, "ONNX Runtime threads (0: its default)")
 	fs.String("ort-lib", "", "ONNX Runtime library (default $EDGE_ORT_LIB, then the cache of scripts/fetch-ort.sh)")
-	fs.String("backend", "cpu", "where the quantizer runs: cpu, or cuda in -tags cuda builds (rvq_encode_f32, the same codes); the ONNX graphs run on the CPU")
+	fs.String("backend", "cpu", "where the quantizer runs: cpu, or cuda in -tags cuda builds (rvq_encode_f32, the same codes)")
+	fs.String("execution-provider", onnx.ProviderCPU, "ONNX Runtime provider of the codec's encoder and decoder graphs: cpu or cuda")
+	fs.String("ort-cuda-ep", "", "ONNX Runtime's CUDA plugin EP library, libonnxruntime_providers_cuda.so (default $"+onnx.EnvCUDAEP+")")
 }
 
 // runTokenize writes the codes of each AUDIO file: decoded, downmixed and
@@ -222,8 +225,8 @@ type flagGetter interface {
 	GetInt(string) (int, error)
 }
 
-// openCodec opens the --codec directory with its quantizer on --backend;
-// done closes both.
+// openCodec opens the --codec directory with its quantizer on --backend
+// and its graphs on --execution-provider; done closes both.
 func openCodec(fs flagGetter) (*codec.Codec, func(), error) {
 	dir, _ := fs.GetString("codec")
 	lib, _ := fs.GetString("ort-lib")
@@ -233,7 +236,13 @@ func openCodec(fs flagGetter) (*codec.Codec, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("--backend %s: %w", name, err)
 	}
-	c, err := codec.Open(dir, codec.Options{Library: lib, Threads: threads, Backend: be})
+	provider, _ := fs.GetString("execution-provider")
+	ep, _ := fs.GetString("ort-cuda-ep")
+	if provider != onnx.ProviderCPU && provider != onnx.ProviderCUDA {
+		_ = be.Close()
+		return nil, nil, fmt.Errorf("--execution-provider %q is not %s or %s: %w", provider, onnx.ProviderCPU, onnx.ProviderCUDA, errUsage)
+	}
+	c, err := codec.Open(dir, codec.Options{Library: lib, Threads: threads, Backend: be, Provider: provider, EPLibrary: ep})
 	if err != nil {
 		_ = be.Close()
 		return nil, nil, err

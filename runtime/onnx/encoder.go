@@ -228,6 +228,20 @@ func Open(path string, opts Options) (*Encoder, error) {
 	return e, nil
 }
 
+// NewSession creates an ONNX Runtime session for the model file at path
+// that Run feeds inNames and that gives outNames, on opts' provider
+// (Provider, Device, EPLibrary, Threads, ConvAlgoSearch, Stream; Library
+// loads ONNX Runtime on first use), with the CUDA plugin EP's Slice
+// rewrite when it needs it. For graphs other than a CTC encoder (a codec's,
+// say); the caller owns the session.
+func NewSession(path string, inNames, outNames []string, opts Options) (*ort.DynamicAdvancedSession, error) {
+	if err := Init(opts.Library); err != nil {
+		return nil, err
+	}
+	s, _, err := newSession(path, inNames, outNames, opts)
+	return s, err
+}
+
 // newSession creates the session on the configured provider.
 func newSession(path string, inNames, outNames []string, opts Options) (*ort.DynamicAdvancedSession, EPDevice, error) {
 	rewrite := opts.rewriteSlices

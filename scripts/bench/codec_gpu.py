@@ -97,9 +97,12 @@ frame_stride: %r
     return worst
 
 
-def time_peer(m, batch, seconds, repeats):
+def time_peer(m, batch, seconds, repeats, tf32=False):
+    """Median seconds of m.encoder and m.encode() at 8 and 32 codebooks: fp32 (TF32 off, the codes of
+    the fp32 reference) or, with tf32, torch's defaults (convolutions in TF32, as ONNX Runtime's CUDA
+    EP runs them by default)."""
     torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = tf32
     dev = torch.device("cuda")
     m = m.to(dev)
     g = torch.Generator().manual_seed(1)
@@ -163,21 +166,27 @@ def main():
     rep["transformers"] = transformers.__version__
     rep["export_maxdiff"] = export(m, cfg, d)
     rep["peer_1"] = time_peer(m, a.batch, a.seconds, a.repeats)
+    rep["peer_tf32_1"] = time_peer(m, a.batch, a.seconds, a.repeats, tf32=True)
     rep["edge"] = run_ours(a.codec_test, d, a.batch, a.seconds, a.repeats * 2)
     rep["peer_2"] = time_peer(m, a.batch, a.seconds, a.repeats)
+    rep["peer_tf32_2"] = time_peer(m, a.batch, a.seconds, a.repeats, tf32=True)
     with open(os.path.join(a.out, "codec_gpu.json"), "w") as f:
         json.dump(rep, f, indent=1)
     lines = [f"# Codec tokenisation, {rep['gpu']}: {a.batch} x {a.seconds} s of 24 kHz audio a call",
-             "", "| path | Q | hours of audio / s | vs transformers encode() |", "| --- | --- | --- | --- |"]
+             "", "| path | Q | hours of audio / s | edge / this |", "| --- | --- | --- | --- |"]
     for q in (8, 32):
         peer = [rep[k][f"encode_Q{q}"]["audio_h_per_s"] for k in ("peer_1", "peer_2")]
-        lines.append(f"| transformers encode() (runs 1, 2) | {q} | {peer[0]:.1f}, {peer[1]:.1f} | 1 |")
+        tf32 = [rep[k][f"encode_Q{q}"]["audio_h_per_s"] for k in ("peer_tf32_1", "peer_tf32_2")]
         ours = rep["edge"].get(f"Q{q}")
+        ratio = lambda ref: f"{ours['audio-h/s'] / np.mean(ref):.2f}x" if ours else "-"
+        lines.append(f"| transformers encode(), fp32 (runs 1, 2) | {q} | {peer[0]:.2f}, {peer[1]:.2f} | {ratio(peer)} |")
+        lines.append(f"| transformers encode(), TF32 convolutions (runs 1, 2) | {q} | {tf32[0]:.2f}, {tf32[1]:.2f} | {ratio(tf32)} |")
         if ours:
-            lines.append(f"| edge: ORT CUDA EP encoder {ours['enc-ms']:.1f} ms + rvq_encode_f32 {ours['rvq-ms']:.2f} ms"
-                         f" | {q} | {ours['audio-h/s']:.1f} | {ours['audio-h/s'] / np.mean(peer):.2f}x |")
-    lines.append(f"| torch encoder alone (runs 1, 2) | - | {rep['peer_1']['encoder_only']['audio_h_per_s']:.1f}, "
-                 f"{rep['peer_2']['encoder_only']['audio_h_per_s']:.1f} | |")
+            lines.append(f"| edge: ORT CUDA EP encoder (TF32) {ours['enc-ms']:.1f} ms + rvq_encode_f32 {ours['rvq-ms']:.2f} ms"
+                         f" | {q} | {ours['audio-h/s']:.2f} | |")
+    for k, what in (("peer", "fp32"), ("peer_tf32", "TF32")):
+        lines.append(f"| torch encoder alone, {what} (runs 1, 2) | - | {rep[k + '_1']['encoder_only']['audio_h_per_s']:.2f}, "
+                     f"{rep[k + '_2']['encoder_only']['audio_h_per_s']:.2f} | |")
     if "error" in rep["edge"]:
         lines.append(f"\nedge: {rep['edge']['error']}")
     with open(os.path.join(a.out, "codec_gpu.md"), "w") as f:
