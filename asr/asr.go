@@ -52,6 +52,8 @@ type Options struct {
 	// ConvAlgoSearch is the CUDA provider's cuDNN convolution algorithm
 	// search (onnx.ConvAlgoHeuristic, the default; see onnx.Options).
 	ConvAlgoSearch string
+	// NoTF32 turns the CUDA provider's TF32 math off (see onnx.Options.NoTF32).
+	NoTF32 bool
 	// ConvNC1D gives cuDNN 1-D convolutions as [N, C, 1, D] on the CUDA
 	// provider (see onnx.Options.ConvNC1D).
 	ConvNC1D bool
@@ -310,6 +312,9 @@ func pipelineConfig(m *model.Manifest, modelPath string, opt Options) runtime.Pi
 		if v != "" {
 			params[k] = v
 		}
+	}
+	if opt.NoTF32 {
+		params["cuda_tf32"] = false
 	}
 	if opt.ConvNC1D {
 		params["cudnn_conv1d_nc1d"] = true

@@ -35,11 +35,14 @@ const EnvBenchModel = "EDGE_CODEC_BENCH_MODEL"
 // where it is, its output moved into a device tensor on the same stream),
 // then rvq_encode_f32 reading those latents in place ([B, T, D], the layout
 // it takes) for Q = 8 and 32 codebooks. Nothing but 8-byte status words and
-// lengths crosses to the host. Reported per call (median device time, CUDA
+// lengths crosses to the host. Three encoder configurations: tf32 (the
+// CUDA EP's default math), tf32_exhaustive (cuDNN's exhaustive algorithm
+// search: the batch has one shape) and fp32 (use_tf32=0). Reported per call (median device time, CUDA
 // events): enc-ms (the encoder op), rvq-ms (DeviceCodebooks.Encode), and
 // audio-h/s, hours of 24 kHz audio tokenised a second by the two together.
 // $EDGE_CODEC_BENCH_B and $EDGE_CODEC_BENCH_SECONDS set the batch (default
-// 16 clips of 10 s).
+// 16 clips of 10 s); $EDGE_CODEC_BENCH_PROFILE=PREFIX writes ONNX Runtime's
+// profile of each configuration's encoder to PREFIX_<name>_<time>.json.
 //
 //	codec.test -test.run '^$' -test.bench CUDATokenize -test.benchtime 10x
 func BenchmarkCUDATokenize(b *testing.B) {
@@ -54,14 +57,6 @@ func BenchmarkCUDATokenize(b *testing.B) {
 	const rate = 24000
 	batch, seconds := envInt(b, "EDGE_CODEC_BENCH_B", 16), envInt(b, "EDGE_CODEC_BENCH_SECONDS", 10)
 	n := seconds * rate
-	enc, err := runtime.New("encoder", map[string]any{"model": dir, "execution_provider": "cuda"}, be)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer enc.Close()
-	if d, ok := enc.Op().(interface{ DeviceIO() bool }); !ok || !d.DeviceIO() {
-		b.Fatal("the encoder op does not bind device memory (execution_provider=cuda, bind=device): not the zero-copy path")
-	}
 	books, err := npy.ReadFile(filepath.Join(dir, "codebooks.npy"))
 	if err != nil {
 		b.Fatal(err)
@@ -85,6 +80,39 @@ func BenchmarkCUDATokenize(b *testing.B) {
 		b.Fatal(err)
 	}
 	in := runtime.Tensors{"pcm": dev}
+	for _, cfg := range []struct {
+		name   string
+		params map[string]any
+	}{
+		{"tf32", nil},
+		{"tf32_exhaustive", map[string]any{"cudnn_conv_algo_search": "EXHAUSTIVE"}},
+		{"fp32", map[string]any{"cuda_tf32": false}},
+	} {
+		params := map[string]any{"model": dir, "execution_provider": "cuda"}
+		for k, v := range cfg.params {
+			params[k] = v
+		}
+		if prefix := os.Getenv("EDGE_CODEC_BENCH_PROFILE"); prefix != "" {
+			params["ort_profile"] = prefix + "_" + cfg.name // its timings include the profiler's cost
+		}
+		benchTokenize(b, be, params, cfg.name, in, books, batch, seconds)
+	}
+}
+
+// benchTokenize runs BenchmarkCUDATokenize's sub-benchmarks for one
+// encoder configuration, named name.
+func benchTokenize(b *testing.B, be *cuda.Backend, params map[string]any, name string, in runtime.Tensors, books *runtime.Tensor, batch, seconds int) {
+	const rate = 24000
+	n := seconds * rate
+	enc, err := runtime.New("encoder", params, be)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer enc.Close()
+	if d, ok := enc.Op().(interface{ DeviceIO() bool }); !ok || !d.DeviceIO() {
+		b.Fatal("the encoder op does not bind device memory (execution_provider=cuda, bind=device): not the zero-copy path")
+	}
+	sh := books.Shape()
 	ctx := context.Background()
 	out, err := enc.Run(ctx, in) // warm-up; also gives T
 	if err != nil {
@@ -101,7 +129,7 @@ func BenchmarkCUDATokenize(b *testing.B) {
 		if q > sh[0] {
 			continue
 		}
-		b.Run(fmt.Sprintf("B%d_%ds_Q%d_K%d_D%d", batch, seconds, q, sh[1], D), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%s/B%d_%ds_Q%d_K%d_D%d", name, batch, seconds, q, sh[1], D), func(b *testing.B) {
 			stages := make([][]float32, q)
 			for s := range stages {
 				stages[s] = all[s*sh[1]*D : (s+1)*sh[1]*D]

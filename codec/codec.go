@@ -55,6 +55,11 @@ type Options struct {
 	EPLibrary string
 	// Device is the GPU ordinal for ProviderCUDA.
 	Device int
+	// TF32 lets ProviderCUDA compute fp32 convolutions and GEMMs in TF32
+	// (faster; latents then differ from the fp32 reference by ~1e-3, so
+	// codes whose codewords are near ties may change). Off by default: the
+	// codes are the framework's.
+	TF32 bool
 	// Backend is where the quantizer runs: nil or the CPU backend, or (in
 	// -tags cuda builds) a CUDA backend, where rvq_encode_f32 gives the
 	// CPU's codes exactly; latents go up and codes come back per clip (the
@@ -355,7 +360,7 @@ func session(path, in, out string, opts Options) (*ort.DynamicAdvancedSession, e
 		return nil, fmt.Errorf("%s: want one input %q and one output %q (as scripts/golden/codec.py exports them), got %v -> %v", path, in, out, ins, outs)
 	}
 	s, err := onnx.NewSession(path, []string{in}, []string{out}, onnx.Options{Library: opts.Library, Threads: opts.Threads,
-		Provider: opts.Provider, EPLibrary: opts.EPLibrary, Device: opts.Device})
+		Provider: opts.Provider, EPLibrary: opts.EPLibrary, Device: opts.Device, NoTF32: !opts.TF32})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -4,6 +4,7 @@ package codec
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -77,54 +78,65 @@ func goldenLatents(t *testing.T, golden, clip string) ([]float32, int) {
 }
 
 // TestCUDAProvider runs the codec's graphs on ONNX Runtime's CUDA EP (the
-// plugin EP runs their Slice nodes rewritten), the quantizer on the CPU:
-// codes against transformers' (the CUDA EP computes convolutions in TF32,
-// so a code whose codewords are near ties may differ: at most 2% may),
-// and the decoded audio of transformers' codes within 1e-3 of its
-// decode().
+// plugin EP runs their Slice nodes rewritten), the quantizer on the CPU.
+// In fp32 (the default) the codes are transformers' exactly and the
+// decoded audio of its codes within 1e-4 of its decode(). With TF32 the
+// latents move by ~1e-3, so near-tie codes may change (the tiny seeded
+// models' codewords are closer than a trained codec's): the audio must be
+// within 1e-2 and at most a fifth of the codes may differ.
 func TestCUDAProvider(t *testing.T) {
 	for _, fam := range []struct{ dir, golden string }{{encodecDir, encodecGolden}, {mimiDir, mimiGolden}} {
-		t.Run(filepath.Base(fam.dir), func(t *testing.T) {
-			c, err := Open(fam.dir, Options{Threads: 1, Provider: "cuda"})
-			if err != nil {
-				t.Fatal(err)
+		for _, tf32 := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/tf32=%v", filepath.Base(fam.dir), tf32), func(t *testing.T) {
+				testCUDAProvider(t, fam.dir, fam.golden, tf32)
+			})
+		}
+	}
+}
+
+func testCUDAProvider(t *testing.T, dir, golden string, tf32 bool) {
+	c, err := Open(dir, Options{Threads: 1, Provider: "cuda", TF32: tf32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	audioTol, codesFrac := 1e-4, 0.0
+	if tf32 {
+		audioTol, codesFrac = 1e-2, 0.2
+	}
+	ctx := context.Background()
+	for _, clip := range []string{"clip0", "clip1", "clip2"} {
+		pcm := loadClip(t, c, filepath.Join(golden, clip+".wav"))
+		wshape, wdata := readNpy(t, filepath.Join(golden, clip+"_codes.npy"))
+		want := wdata.([]int32)
+		codes, frames, err := c.Encode(ctx, pcm, c.NumStages())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wshape[0] != c.NumStages() || wshape[1] != frames {
+			t.Fatalf("%s: golden codes %v, edge [%d, %d]", clip, wshape, c.NumStages(), frames)
+		}
+		differ := 0
+		for i := range want {
+			if codes[i] != want[i] {
+				differ++
 			}
-			defer c.Close()
-			ctx := context.Background()
-			for _, clip := range []string{"clip0", "clip1", "clip2"} {
-				pcm := loadClip(t, c, filepath.Join(fam.golden, clip+".wav"))
-				wshape, wdata := readNpy(t, filepath.Join(fam.golden, clip+"_codes.npy"))
-				want := wdata.([]int32)
-				codes, frames, err := c.Encode(ctx, pcm, c.NumStages())
-				if err != nil {
-					t.Fatal(err)
-				}
-				if wshape[0] != c.NumStages() || wshape[1] != frames {
-					t.Fatalf("%s: golden codes %v, edge [%d, %d]", clip, wshape, c.NumStages(), frames)
-				}
-				differ := 0
-				for i := range want {
-					if codes[i] != want[i] {
-						differ++
-					}
-				}
-				_, adata := readNpy(t, filepath.Join(fam.golden, clip+"_audio.npy"))
-				got, err := c.Decode(ctx, want, c.NumStages(), frames)
-				if err != nil {
-					t.Fatal(err)
-				}
-				worst := 0.0
-				for i, v := range adata.([]float32) {
-					worst = max(worst, math.Abs(float64(got[i]-v)))
-				}
-				t.Logf("%s: %d of %d codes differ from transformers'; decoded max |diff| %.3g", clip, differ, len(want), worst)
-				if float64(differ) > 0.02*float64(len(want)) {
-					t.Errorf("%s: %d of %d codes differ", clip, differ, len(want))
-				}
-				if worst > 1e-3 {
-					t.Errorf("%s: max |decoded - transformers| = %g, want <= 1e-3", clip, worst)
-				}
-			}
-		})
+		}
+		_, adata := readNpy(t, filepath.Join(golden, clip+"_audio.npy"))
+		got, err := c.Decode(ctx, want, c.NumStages(), frames)
+		if err != nil {
+			t.Fatal(err)
+		}
+		worst := 0.0
+		for i, v := range adata.([]float32) {
+			worst = max(worst, math.Abs(float64(got[i]-v)))
+		}
+		t.Logf("%s: %d of %d codes differ from transformers'; decoded max |diff| %.3g", clip, differ, len(want), worst)
+		if float64(differ) > codesFrac*float64(len(want)) {
+			t.Errorf("%s: %d of %d codes differ", clip, differ, len(want))
+		}
+		if worst > audioTol {
+			t.Errorf("%s: max |decoded - transformers| = %g, want <= %g", clip, worst, audioTol)
+		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 var configKeys = []string{
 	"backend", "config", "ops", "pipeline", "model", "models_dir", "ort_lib", "threads", "precision",
 	"format", "out", "in", "set", "preset", "device", "text", "text_file", "stats",
-	"chunk_seconds", "execution_provider", "ort_cuda_ep", "cudnn_conv_algo_search", "cudnn_conv1d_nc1d", "ort_profile", "fallback", "bind", "progress",
+	"chunk_seconds", "execution_provider", "ort_cuda_ep", "cudnn_conv_algo_search", "cuda_tf32", "cudnn_conv1d_nc1d", "ort_profile", "fallback", "bind", "progress",
 	"strict", "raw", "rate", "channels", "quiet",
 	"stream_chunk", "stream_left", "stream_look_ahead", "partials",
 	"vad", "max_segment", "vad_threshold",

@@ -33,6 +33,7 @@ func init() {
 func codecFlags(fs interface {
 	String(name, value, usage string) *string
 	Int(name string, value int, usage string) *int
+	Bool(name string, value bool, usage string) *bool
 }) {
 	fs.String("codec", "", "codec directory: config.json + model.safetensors + encoder.onnx + decoder.onnx (scripts/golden/codec.py writes one)")
 	fs.Int("threads", 0, "ONNX Runtime threads (0: its default)")
@@ -40,6 +41,7 @@ func codecFlags(fs interface {
 	fs.String("backend", "cpu", "where the quantizer runs: cpu, or cuda in -tags cuda builds (rvq_encode_f32, the same codes)")
 	fs.String("execution-provider", onnx.ProviderCPU, "ONNX Runtime provider of the codec's encoder and decoder graphs: cpu or cuda")
 	fs.String("ort-cuda-ep", "", "ONNX Runtime's CUDA plugin EP library, libonnxruntime_providers_cuda.so (default $"+onnx.EnvCUDAEP+")")
+	fs.Bool("cuda-tf32", false, "with --execution-provider cuda, compute the graphs' fp32 convolutions in TF32 (faster; near-tie codes may then differ from the codec's own)")
 }
 
 // runTokenize writes the codes of each AUDIO file: decoded, downmixed and
@@ -223,6 +225,7 @@ func readCodes(path, name string) ([]int, []int32, error) {
 type flagGetter interface {
 	GetString(string) (string, error)
 	GetInt(string) (int, error)
+	GetBool(string) (bool, error)
 }
 
 // openCodec opens the --codec directory with its quantizer on --backend
@@ -238,11 +241,12 @@ func openCodec(fs flagGetter) (*codec.Codec, func(), error) {
 	}
 	provider, _ := fs.GetString("execution-provider")
 	ep, _ := fs.GetString("ort-cuda-ep")
+	tf32, _ := fs.GetBool("cuda-tf32")
 	if provider != onnx.ProviderCPU && provider != onnx.ProviderCUDA {
 		_ = be.Close()
 		return nil, nil, fmt.Errorf("--execution-provider %q is not %s or %s: %w", provider, onnx.ProviderCPU, onnx.ProviderCUDA, errUsage)
 	}
-	c, err := codec.Open(dir, codec.Options{Library: lib, Threads: threads, Backend: be, Provider: provider, EPLibrary: ep})
+	c, err := codec.Open(dir, codec.Options{Library: lib, Threads: threads, Backend: be, Provider: provider, EPLibrary: ep, TF32: tf32})
 	if err != nil {
 		_ = be.Close()
 		return nil, nil, err

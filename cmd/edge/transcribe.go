@@ -73,6 +73,7 @@ func modelFlags(fs *pflag.FlagSet) {
 	fs.String("execution-provider", onnx.ProviderCPU, "ONNX Runtime provider of the encoder: cpu or cuda")
 	fs.String("ort-cuda-ep", "", "ONNX Runtime's CUDA plugin EP library, libonnxruntime_providers_cuda.so (default $"+onnx.EnvCUDAEP+")")
 	fs.String("cudnn-conv-algo-search", onnx.ConvAlgoHeuristic, "with --execution-provider cuda, how cuDNN's convolution algorithms are chosen: HEURISTIC, EXHAUSTIVE (timed for every new input shape) or DEFAULT")
+	fs.Bool("cuda-tf32", true, "with --execution-provider cuda, let fp32 convolutions and GEMMs use TF32 (the provider's default; false: fp32 rounding, log-probs within ~1e-5 of the CPU's, slower)")
 	fs.String("ort-profile", "", "file prefix: write ONNX Runtime's per-node profile of the encoder (Chrome trace JSON) to PREFIX_<timestamp>.json on exit")
 	fs.String("fallback", "", "cpu: run the encoder on the CPU when the CUDA provider cannot be used (default: fail)")
 	fs.String("bind", onnx.BindDevice, "encoder I/O on --backend cuda with --execution-provider cuda: device (zero-copy) or host (round trips, for comparison)")
@@ -138,6 +139,7 @@ func openRecognizerOn(k *koanf.Koanf, backend runtime.Backend, tune ...func(*asr
 		Provider:       k.String("execution_provider"),
 		CUDAEP:         k.String("ort_cuda_ep"),
 		ConvAlgoSearch: k.String("cudnn_conv_algo_search"),
+		NoTF32:         k.Exists("cuda_tf32") && !k.Bool("cuda_tf32"),
 		ORTProfile:     k.String("ort_profile"),
 		ConvNC1D:       k.Bool("cudnn_conv1d_nc1d"),
 		Fallback:       k.String("fallback"),

@@ -74,6 +74,12 @@ type Options struct {
 	// synchronisation. 0: the provider's own stream. Works with the plugin EP
 	// and with the providers built into a GPU build of ONNX Runtime.
 	Stream uintptr
+	// NoTF32 turns the CUDA provider's TF32 math off (its use_tf32=0): fp32
+	// convolutions and GEMMs then keep fp32's 24-bit mantissa, so outputs
+	// agree with the CPU provider's to ~1e-5 instead of ~1e-2, at a cost in
+	// speed on Ampere and later GPUs. The zero value keeps the provider's
+	// default, TF32 on.
+	NoTF32 bool
 	// ConvNC1D lays 1-D convolutions out as [N, C, 1, D] for cuDNN (the
 	// CUDA provider's cudnn_conv1d_pad_to_nc1d) instead of [N, C, D, 1].
 	ConvNC1D bool

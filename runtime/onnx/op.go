@@ -46,6 +46,7 @@ func init() {
 				Doc: "cpu: run on the CPU when the GPU provider cannot be used (default: fail)"},
 			{Name: "cudnn_conv_algo_search", Kind: runtime.String, Default: ConvAlgoHeuristic, Enum: []string{ConvAlgoHeuristic, ConvAlgoExhaustive, ConvAlgoDefault},
 				Doc: "execution_provider=cuda: cuDNN convolution algorithm choice; EXHAUSTIVE times every algorithm for each new input shape, which variable-length audio pays again and again"},
+			{Name: "cuda_tf32", Kind: runtime.Boolean, Default: true, Doc: "execution_provider=cuda: let fp32 convolutions and GEMMs use TF32 (the provider's default; false: fp32 rounding, outputs within ~1e-5 of the CPU's)"},
 			{Name: "cudnn_conv1d_nc1d", Kind: runtime.Boolean, Default: false, Doc: "execution_provider=cuda: give cuDNN 1-D convolutions as [N, C, 1, D] (cudnn_conv1d_pad_to_nc1d)"},
 			{Name: "ort_profile", Kind: runtime.String, Doc: "file prefix: ONNX Runtime writes the session's per-node profile (Chrome trace JSON) to PREFIX_<timestamp>.json when it closes"},
 			{Name: "trt_fp16", Kind: runtime.Boolean, Default: false, Doc: "execution_provider=tensorrt: let TensorRT use fp16 kernels"},
@@ -119,5 +120,6 @@ func optionsFromParams(p runtime.Params) (string, Options, error) {
 		ConvAlgoSearch: p.Str("cudnn_conv_algo_search"),
 		Profile:        p.Str("ort_profile"),
 		ConvNC1D:       p.Bool("cudnn_conv1d_nc1d"),
+		NoTF32:         !p.Bool("cuda_tf32"),
 	}, nil
 }

@@ -136,8 +136,9 @@ func appendCUDA(so *ort.SessionOptions, o Options) (EPDevice, error) {
 
 // cudaProviderOptions are the CUDA EP's options (the plugin and the built-in
 // provider take the same keys): the device, cuDNN's convolution algorithm
-// search (o.ConvAlgoSearch, default ConvAlgoHeuristic) and, when o.Stream
-// is not 0, the caller's stream as user_compute_stream.
+// search (o.ConvAlgoSearch, default ConvAlgoHeuristic), TF32 off with
+// o.NoTF32 and, when o.Stream is not 0, the caller's stream as
+// user_compute_stream.
 func cudaProviderOptions(o Options) map[string]string {
 	search := o.ConvAlgoSearch
 	if search == "" {
@@ -146,6 +147,9 @@ func cudaProviderOptions(o Options) map[string]string {
 	options := map[string]string{"device_id": strconv.Itoa(o.Device), "cudnn_conv_algo_search": search}
 	if o.ConvNC1D {
 		options["cudnn_conv1d_pad_to_nc1d"] = "1"
+	}
+	if o.NoTF32 {
+		options["use_tf32"] = "0"
 	}
 	if o.Stream != 0 {
 		options["user_compute_stream"] = strconv.FormatUint(uint64(o.Stream), 10)

@@ -13,11 +13,12 @@ the edge side needs). Steps, all in one run:
    that edge's encoder op runs it with device-resident input and output), tokens.txt (128
    token names, read only by the op's vocabulary-width check) and codebooks.npy (f32 [32, 1024, 128]).
 3. Peer, twice (before and after ours, so the two alternate): transformers' EncodecModel.encode()
-   on the GPU, one batch of B clips of S seconds, at 6 kbps (8 codebooks) and 24 kbps (32), fp32
-   with TF32 off (the codes of the fp32 reference), and m.encoder alone; median of --repeats timed
-   calls after a warm-up, CUDA-synchronised.
+   on the GPU, one batch of B clips of S seconds, at 6 kbps (8 codebooks) and 24 kbps (32), in fp32
+   with TF32 off (the codes of the fp32 reference) and with TF32 convolutions (torch's default), and
+   m.encoder alone; median of --repeats timed calls after a warm-up, CUDA-synchronised.
 4. Ours: CODEC_TEST_BINARY's BenchmarkCUDATokenize (plugins: ONNX Runtime's CUDA EP for the
-   encoder, rvq_encode_f32 for the codes, zero-copy between them); it needs $EDGE_ORT_CUDA_EP and
+   encoder in fp32, in TF32 and in TF32 with cuDNN's exhaustive search, rvq_encode_f32 for the
+   codes, zero-copy between them); it needs $EDGE_ORT_CUDA_EP and
    $EDGE_ORT_LIB as scripts/bench/run.sh pipeline-gpu sets them. Without them it is reported as
    not run, with the reason.
 
@@ -140,11 +141,11 @@ def run_ours(binary, model_dir, batch, seconds, benchtime):
     sys.stderr.write(p.stdout[-4000:] + p.stderr[-4000:])
     res = {"log": (p.stdout + p.stderr)[-3000:]}
     for line in p.stdout.splitlines():
-        mq = re.search(r"CUDATokenize/\S*_Q(\d+)_", line)
+        mq = re.search(r"CUDATokenize/(\w+)/\S*_Q(\d+)_", line)
         if not mq:
             continue
         vals = {u: float(v) for v, u in re.findall(r"([0-9.e+-]+) (enc-ms|rvq-ms|wall-ms|audio-h/s)", line)}
-        res[f"Q{mq.group(1)}"] = vals
+        res[f"{mq.group(1)}_Q{mq.group(2)}"] = vals
     if p.returncode != 0:
         res["error"] = f"exit {p.returncode}"
     return res
@@ -173,17 +174,18 @@ def main():
     with open(os.path.join(a.out, "codec_gpu.json"), "w") as f:
         json.dump(rep, f, indent=1)
     lines = [f"# Codec tokenisation, {rep['gpu']}: {a.batch} x {a.seconds} s of 24 kHz audio a call",
-             "", "| path | Q | hours of audio / s | edge / this |", "| --- | --- | --- | --- |"]
+             "", "| path | Q | hours of audio / s | ratio |", "| --- | --- | --- | --- |"]
     for q in (8, 32):
         peer = [rep[k][f"encode_Q{q}"]["audio_h_per_s"] for k in ("peer_1", "peer_2")]
         tf32 = [rep[k][f"encode_Q{q}"]["audio_h_per_s"] for k in ("peer_tf32_1", "peer_tf32_2")]
-        ours = rep["edge"].get(f"Q{q}")
-        ratio = lambda ref: f"{ours['audio-h/s'] / np.mean(ref):.2f}x" if ours else "-"
-        lines.append(f"| transformers encode(), fp32 (runs 1, 2) | {q} | {peer[0]:.2f}, {peer[1]:.2f} | {ratio(peer)} |")
-        lines.append(f"| transformers encode(), TF32 convolutions (runs 1, 2) | {q} | {tf32[0]:.2f}, {tf32[1]:.2f} | {ratio(tf32)} |")
-        if ours:
-            lines.append(f"| edge: ORT CUDA EP encoder (TF32) {ours['enc-ms']:.1f} ms + rvq_encode_f32 {ours['rvq-ms']:.2f} ms"
-                         f" | {q} | {ours['audio-h/s']:.2f} | |")
+        lines.append(f"| transformers encode(), fp32 (runs 1, 2) | {q} | {peer[0]:.2f}, {peer[1]:.2f} | 1 |")
+        lines.append(f"| transformers encode(), TF32 convolutions (runs 1, 2) | {q} | {tf32[0]:.2f}, {tf32[1]:.2f} | |")
+        for variant, what in (("fp32", "fp32"), ("tf32", "TF32"), ("tf32_exhaustive", "TF32, exhaustive cuDNN search")):
+            ours = rep["edge"].get(f"{variant}_Q{q}")
+            if ours:
+                ref = peer if variant == "fp32" else tf32
+                lines.append(f"| edge, encoder {what}: {ours['enc-ms']:.1f} ms + rvq_encode_f32 {ours['rvq-ms']:.2f} ms"
+                             f" | {q} | {ours['audio-h/s']:.2f} | {ours['audio-h/s'] / np.mean(ref):.2f}x transformers {what.split(',')[0]} |")
     for k, what in (("peer", "fp32"), ("peer_tf32", "TF32")):
         lines.append(f"| torch encoder alone, {what} (runs 1, 2) | - | {rep[k + '_1']['encoder_only']['audio_h_per_s']:.2f}, "
                      f"{rep[k + '_2']['encoder_only']['audio_h_per_s']:.2f} | |")
