@@ -91,6 +91,8 @@ func TestTokenizeErrors(t *testing.T) {
 		{[]string{"tokenize", "--codec", codecDir, "--out", dir, short}, 1, "at least one frame"},
 		{[]string{"tokenize", "--codec", dir, "--out", dir, short}, 1, "config.json"},
 		{[]string{"tokenize", "--codec", codecDir, "--backend", "tpu", "--out", dir, short}, 1, "--backend tpu"},
+		{[]string{"tokenize", "--codec", codecDir, "--execution-provider", "tpu", "--out", dir, short}, 2, `--execution-provider "tpu" is not cpu or cuda`},
+		{[]string{"tokenize", "--codec", codecDir, "--execution-provider", "cuda", "--ort-cuda-ep", "/no/ep.so", "--out", dir, short}, 1, "/no/ep.so"},
 		{[]string{"detokenize", "--codec", codecDir, "--out", filepath.Join(dir, "x.wav"), bad}, 1, "bad.npy"},
 	} {
 		code, _, stderr := capture(t, tc.args...)

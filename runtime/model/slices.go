@@ -12,7 +12,7 @@ const maxGraphDepth = 32
 
 // SliceNodes reads the .onnx file at path (seeking over the weights, as
 // ReadONNX does) and returns the names (or, unnamed, "node I" of its
-// graph) of its Slice nodes, subgraphs included. Malformed files are an
+// graph) of its Slice nodes, subgraphs and model functions included. Malformed files are an
 // error, never a panic.
 func SliceNodes(path string) ([]string, error) { return readONNXFile(path, sliceNodes) }
 

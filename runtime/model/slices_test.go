@@ -1,6 +1,7 @@
 package model
 
 import (
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -101,5 +102,28 @@ func FuzzSliceNodes(f *testing.F) {
 		if err != nil {
 			assert.Empty(t, names)
 		}
+	})
+}
+
+// FuzzSlicesAsGathers: any bytes give a rewritten model or an error, never
+// a panic; a rewritten model parses and has no Slice left.
+func FuzzSlicesAsGathers(f *testing.F) {
+	opset17 := []byte{8<<3 | 2, 2, 2 << 3, 17}
+	g := pbGraph([]string{"s"}, pbNode("n", "Slice", []string{"x", "s", "e"}, []string{"y"}))
+	f.Add(append(opset17, pbModel(g)...))
+	f.Add(pbModel(g))
+	if b, err := os.ReadFile("../../models/testdata/nemo/model.onnx"); err == nil {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, _, err := slicesAsGathers(b)
+		if err != nil || out == nil {
+			return
+		}
+		left, err := sliceNodes(pb.FromBytes(out))
+		require.NoError(t, err)
+		assert.Empty(t, left)
+		_, err = parseONNX(pb.FromBytes(out))
+		require.NoError(t, err)
 	})
 }
