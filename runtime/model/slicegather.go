@@ -514,27 +514,21 @@ func (e *graphEdit) slice(n nodeProto, idx int) error {
 		return nil
 	}
 	shape := e.op("Shape", "shape", []string{data})
-	var startsI64, endsI64 string // run-time starts and ends as int64, made once
+	casts := map[string]string{} // run-time starts or ends -> their int64 Cast, made once
+	bound := func(values []int64, isConst bool, tensor, base string, j int) sliceBound {
+		if isConst {
+			return sliceBound{value: values[j]}
+		}
+		if casts[tensor] == "" {
+			casts[tensor] = e.op("Cast", base+"s_i64", []string{tensor}, intAttr("to", ElemInt64))
+		}
+		return sliceBound{name: e.op("Gather", fmt.Sprintf("%s%d", base, j), []string{casts[tensor], e.int64Scalar(int64(j))})}
+	}
 	x := data
 	for j, a := range axes {
 		dim := e.op("Gather", fmt.Sprintf("dim%d", j), []string{shape, e.int64Scalar(a)})
-		var s, t sliceBound
-		if sConst {
-			s = sliceBound{value: sv[j]}
-		} else {
-			if startsI64 == "" {
-				startsI64 = e.op("Cast", "starts_i64", []string{starts}, intAttr("to", ElemInt64))
-			}
-			s = sliceBound{name: e.op("Gather", fmt.Sprintf("start%d", j), []string{startsI64, e.int64Scalar(int64(j))})}
-		}
-		if eConst {
-			t = sliceBound{value: ev[j]}
-		} else {
-			if endsI64 == "" {
-				endsI64 = e.op("Cast", "ends_i64", []string{ends}, intAttr("to", ElemInt64))
-			}
-			t = sliceBound{name: e.op("Gather", fmt.Sprintf("end%d", j), []string{endsI64, e.int64Scalar(int64(j))})}
-		}
+		s := bound(sv, sConst, starts, "start", j)
+		t := bound(ev, eConst, ends, "end", j)
 		step := steps[j]
 		// Bounds as ONNX Runtime's Slice takes them: starts within [0, dim]
 		// ([0, dim-1] for a negative step), ends within [0, dim] ([-1, dim]),

@@ -236,7 +236,7 @@ func Open(path string, opts Options) (*Encoder, error) {
 
 // NewSession creates an ONNX Runtime session for the model file at path
 // that Run feeds inNames and that gives outNames, on opts' provider
-// (Provider, Device, EPLibrary, Threads, ConvAlgoSearch, Stream; Library
+// (Provider, Device, EPLibrary, Threads, ConvAlgoSearch, NoTF32, Stream; Library
 // loads ONNX Runtime on first use), with the CUDA plugin EP's Slice
 // rewrite when it needs it. For graphs other than a CTC encoder (a codec's,
 // say); the caller owns the session.
