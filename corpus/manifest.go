@@ -1,11 +1,12 @@
 // Package corpus runs edge as the worker of a batch engine (Kubernetes
 // Indexed Jobs, Slurm job arrays, Ray): it reads a NeMo-style JSON Lines
 // manifest (or a lhotse cut manifest), takes the items of one shard,
-// transcribes, aligns or tokenises them on an asr recogniser with several
-// items in flight, writes one result per item atomically, records failures
-// per item without stopping, and on a rerun skips the items whose outputs
-// are complete (their sizes and SHA-256 sums checked), so a preempted pod or
-// a requeued array task finishes the work without redoing it.
+// transcribes, aligns or tokenises them (CTC tokens on an asr recogniser,
+// or neural-codec codes) with several items in flight, writes one result
+// per item atomically, records failures per item without stopping, and on
+// a rerun skips the items whose outputs are complete (their sizes and
+// SHA-256 sums checked), so a preempted pod or a requeued array task
+// finishes the work without redoing it.
 //
 // Output layout under the output directory DIR, for mode M (transcribe,
 // align or tokenize):
@@ -14,6 +15,7 @@
 //	DIR/items/HH/KEY.M.words.FORMAT    word alignment (transcribe, align)
 //	DIR/items/HH/KEY.M.tokens.npy      frame-level CTC token ids, i32 [T'] (tokenize)
 //	DIR/items/HH/KEY.M.emissions.npy   log-probs, f32 [T', V] (tokenize --emissions)
+//	DIR/items/HH/KEY.M.codes.npy       codec codes, i32 [Q, T] (tokenize --codec)
 //	DIR/M.shard-IIIII-of-NNNNN.jsonl   the shard's output manifest, in manifest order
 //
 // KEY is derived from the item (see Item.Key) and HH is the first byte of

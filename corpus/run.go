@@ -28,8 +28,8 @@ const (
 	Align Mode = "align"
 	// Tokenize writes the model's frame-level CTC token ids (the argmax of
 	// each emission frame, blank included: i32 [T'] .npy) and, with
-	// Config.Emissions, the log-probs (f32 [T', V] .npy). Codec tokens are
-	// another path.
+	// Config.Emissions, the log-probs (f32 [T', V] .npy); with
+	// Config.Codec, the neural-codec codes instead (i32 [Q, T] .npy).
 	Tokenize Mode = "tokenize"
 )
 
@@ -49,6 +49,22 @@ type Recognizer interface {
 	Align(ctx context.Context, pcm []float32, text string) (*transcript.Transcript, error)
 	Emissions(ctx context.Context, pcm []float32) ([]float32, int, error)
 	Manifest() *model.Manifest
+}
+
+// Codec is what a codec-token batch needs of *codec.Codec. Its methods
+// must be safe for concurrent use.
+type Codec interface {
+	// Encode returns the codes of one mono clip at SampleRate, row-major
+	// [stages, T], and T.
+	Encode(ctx context.Context, pcm []float32, stages int) ([]int32, int, error)
+	SampleRate() int
+	Family() string
+}
+
+// CodecModel is the model name a codec-token batch records for a codec of
+// family with the given number of codebooks (Verify takes it).
+func CodecModel(family string, codebooks int) string {
+	return fmt.Sprintf("%s codec, %d codebooks", family, codebooks)
 }
 
 // encodeCapacity is a Recognizer that says how many chunks it encodes at
@@ -72,6 +88,10 @@ type Config struct {
 	Format transcript.Format
 	// Emissions makes Tokenize write the log-probs too.
 	Emissions bool
+	// Codec makes Tokenize write codec codes of Codebooks stages (the
+	// recogniser is then unused and may be nil).
+	Codec     Codec
+	Codebooks int
 	// RetryFailed reprocesses items whose record is a failure; by default a
 	// rerun keeps them (bad input fails again).
 	RetryFailed bool
@@ -125,6 +145,9 @@ func (c *Config) defaults(rec Recognizer) error {
 	if c.Jobs <= 0 {
 		c.Jobs = 2
 	}
+	if c.Codec != nil && (c.Mode != Tokenize || c.Codebooks < 1) {
+		return fmt.Errorf("a codec tokenises (mode %s) with at least one codebook (%d)", Tokenize, c.Codebooks)
+	}
 	if b, ok := rec.(encodeCapacity); ok {
 		c.Jobs = max(c.Jobs, b.EncodeCapacity())
 	}
@@ -134,7 +157,10 @@ func (c *Config) defaults(rec Recognizer) error {
 	if c.ProgressEvery <= 0 {
 		c.ProgressEvery = 10 * time.Second
 	}
-	if rec != nil {
+	switch {
+	case c.Codec != nil:
+		c.model = CodecModel(c.Codec.Family(), c.Codebooks)
+	case rec != nil:
 		c.model = rec.Manifest().Name
 	}
 	c.cache = newPCMCache(c.Jobs + 1)
@@ -152,6 +178,9 @@ func (c *Config) defaults(rec Recognizer) error {
 func Run(ctx context.Context, rec Recognizer, items []Item, cfg Config) (Summary, error) {
 	if err := cfg.defaults(rec); err != nil {
 		return Summary{}, err
+	}
+	if rec == nil && cfg.Codec == nil {
+		return Summary{}, errors.New("no recogniser and no codec")
 	}
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return Summary{}, err
@@ -285,7 +314,12 @@ func (c *Config) compute(ctx context.Context, rec Recognizer, it *Item, meta *Me
 	if c.Mode == Align && it.Text == "" {
 		return nil, 0, fmt.Errorf("line %d: field \"text\" is missing or empty: align needs the transcript", it.Line)
 	}
-	rate := rec.Manifest().SampleRate
+	var rate int
+	if c.Codec != nil {
+		rate = c.Codec.SampleRate()
+	} else {
+		rate = rec.Manifest().SampleRate
+	}
 	pcm, err := c.loadSegment(it, rate)
 	if err != nil {
 		return nil, 0, err
@@ -301,6 +335,22 @@ func (c *Config) compute(ctx context.Context, rec Recognizer, it *Item, meta *Me
 		return fs.Path, nil
 	}
 	var tr *transcript.Transcript
+	switch {
+	case c.Codec != nil:
+		codes, T, err := c.Codec.Encode(ctx, pcm, c.Codebooks)
+		if err != nil {
+			return nil, audio, fmt.Errorf("line %d: %s: %w", it.Line, it.Audio, err)
+		}
+		t := runtime.Must(runtime.FromSlice(runtime.I32, runtime.Shape{c.Codebooks, T}, codes))
+		p, err := write("codes.npy", func(w io.Writer) error { return npy.Write(w, t) })
+		if err != nil {
+			return nil, 0, err
+		}
+		extra["codes_filepath"] = p
+		extra["num_frames"] = T
+		extra["num_codebooks"] = c.Codebooks
+		return extra, audio, nil
+	}
 	switch c.Mode {
 	case Transcribe:
 		tr, err = rec.Transcribe(ctx, pcm)

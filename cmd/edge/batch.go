@@ -12,7 +12,7 @@ import (
 	"github.com/edgespeech/edge/runtime/model"
 )
 
-const batchUsage = "transcribe|align|tokenize --manifest IN.jsonl[.gz] --out DIR [--shard-index I --num-shards N] [--jobs N] [--verify] [--retry-failed] [--emissions] [--format json|ctm|...] [--progress auto|bar|json|none]"
+const batchUsage = "transcribe|align|tokenize --manifest IN.jsonl[.gz] --out DIR [--shard-index I --num-shards N] [--jobs N] [--verify] [--retry-failed] [--emissions] [--codec DIR [--bandwidth KBPS | --codebooks N]] [--format json|ctm|...] [--progress auto|bar|json|none]"
 
 func init() {
 	register(command{name: "batch", usage: batchUsage,
@@ -20,7 +20,8 @@ func init() {
 }
 
 // batchKeys are the config keys batch adds to configKeys.
-var batchKeys = []string{"manifest", "shard_index", "num_shards", "jobs", "verify", "retry_failed", "emissions", "progress_every"}
+var batchKeys = []string{"manifest", "shard_index", "num_shards", "jobs", "verify", "retry_failed", "emissions", "progress_every",
+	"codec", "bandwidth", "codebooks"}
 
 func runBatch(ctx context.Context, args []string) error {
 	fs := newFlags("batch", batchUsage)
@@ -36,6 +37,9 @@ func runBatch(ctx context.Context, args []string) error {
 	fs.Bool("verify", false, "process nothing: report the shard's missing or corrupt outputs (JSON on stdout; exit 1 if any)")
 	fs.Bool("retry-failed", false, "reprocess items recorded as failed (default: keep their error records)")
 	fs.Bool("emissions", false, "tokenize: also write the log-probs [T', V] as .npy")
+	fs.String("codec", "", "tokenize: neural-codec codes [Q, T] (.npy) from this codec directory instead of CTC tokens (as edge tokenize; --backend and --execution-provider place its quantizer and graphs)")
+	fs.Float64("bandwidth", 0, "with --codec: target bandwidth in kbps, one of the codec's target_bandwidths")
+	fs.Int("codebooks", 0, "with --codec: number of codebooks to keep (0: all, or what --bandwidth gives)")
 	fs.String("progress", "auto", "auto (a bar on a terminal, else JSON lines), bar, json or none; on stderr")
 	fs.Duration("progress-every", 10*time.Second, "interval of JSON progress lines")
 	if err := fs.Parse(args); err != nil {
@@ -67,16 +71,26 @@ func runBatch(ctx context.Context, args []string) error {
 	}
 	cfg := corpus.Config{Mode: mode, Out: k.String("out"), Shard: shard, Jobs: k.Int("jobs"),
 		Emissions: k.Bool("emissions"), RetryFailed: k.Bool("retry_failed"), ProgressEvery: k.Duration("progress_every")}
+	if dir := k.String("codec"); dir != "" {
+		if mode != corpus.Tokenize || cfg.Emissions {
+			return fmt.Errorf("--codec goes with batch tokenize, without --emissions: %w", errUsage)
+		}
+		c, done, err := openCodec(fs, dir)
+		if err != nil {
+			return err
+		}
+		defer done()
+		if cfg.Codebooks, err = codecStages(c, k.Float64("bandwidth"), k.Int("codebooks")); err != nil {
+			return err
+		}
+		cfg.Codec = c
+	}
 	if k.Bool("verify") {
-		dir, err := modelDir(k.String("model"))
+		name, err := batchModelName(cfg, k.String("model"))
 		if err != nil {
 			return err
 		}
-		m, err := model.Load(dir)
-		if err != nil {
-			return err
-		}
-		rep, err := corpus.Verify(items, cfg, m.Name)
+		rep, err := corpus.Verify(items, cfg, name)
 		if err != nil {
 			return err
 		}
@@ -102,11 +116,15 @@ func runBatch(ctx context.Context, args []string) error {
 	if cfg.Format, err = parseFormat(k); err != nil {
 		return err
 	}
-	rec, err := openRecognizer(k)
-	if err != nil {
-		return err
+	var rec corpus.Recognizer
+	if cfg.Codec == nil {
+		r, err := openRecognizer(k)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		rec = r
 	}
-	defer rec.Close()
 	sum, err := corpus.Run(ctx, rec, items, cfg)
 	b, _ := json.Marshal(sum)
 	fmt.Fprintln(os.Stderr, string(b))
@@ -117,4 +135,21 @@ func runBatch(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "edge batch: %s: %d of %d items failed (recorded in %s)\n", shard, sum.Failed+sum.FailedOld, sum.Items, sum.Manifest)
 	}
 	return nil
+}
+
+// batchModelName is the model name the shard's records hold: the codec's
+// for codec tokens, else the --model directory's manifest name.
+func batchModelName(cfg corpus.Config, modelFlag string) (string, error) {
+	if cfg.Codec != nil {
+		return corpus.CodecModel(cfg.Codec.Family(), cfg.Codebooks), nil
+	}
+	dir, err := modelDir(modelFlag)
+	if err != nil {
+		return "", err
+	}
+	m, err := model.Load(dir)
+	if err != nil {
+		return "", err
+	}
+	return m.Name, nil
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/edgespeech/edge/runtime/npy"
 )
 
 // edge batch over a small manifest: results, the shard manifest, a
@@ -90,4 +92,57 @@ func TestBatchCLIEncoderBatch(t *testing.T) {
 	code, _, stderr := capture(t, "batch", "transcribe", "--model", bundledModel, "--manifest", manifest, "--out", dir, "--batch", "-2")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "--batch -2")
+}
+
+// edge batch tokenize --codec: each item's codes [Q, T] are transformers'
+// (the EnCodec goldens), at all codebooks and at two; a rerun skips every
+// item, --verify finds them whole, and --codec outside tokenize is a usage
+// error.
+func TestBatchCLICodec(t *testing.T) {
+	dir := t.TempDir()
+	var lines []string
+	for _, clip := range []string{"clip0", "clip1", "clip2"} {
+		p, err := filepath.Abs(codecGolden + clip + ".wav")
+		require.NoError(t, err)
+		lines = append(lines, fmt.Sprintf(`{"audio_filepath": %q}`, p))
+	}
+	manifest := filepath.Join(dir, "m.jsonl")
+	require.NoError(t, os.WriteFile(manifest, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	for _, c := range []struct {
+		suffix string
+		flags  []string
+	}{{"", nil}, {"_q2", []string{"--codebooks", "2"}}} {
+		out := filepath.Join(dir, "out"+c.suffix)
+		args := append([]string{"batch", "tokenize", "--codec", codecDir, "--manifest", manifest, "--out", out, "--jobs", "3", "--progress", "none"}, c.flags...)
+		code, _, stderr := capture(t, args...)
+		require.Equal(t, 0, code, stderr)
+		b, err := os.ReadFile(filepath.Join(out, "tokenize.shard-00000-of-00001.jsonl"))
+		require.NoError(t, err)
+		records := strings.Split(strings.TrimSpace(string(b)), "\n")
+		require.Len(t, records, 3)
+		for i, line := range records {
+			var r map[string]any
+			require.NoError(t, json.Unmarshal([]byte(line), &r))
+			require.Equal(t, "ok", r["status"], line)
+			clip := fmt.Sprintf("clip%d", i)
+			if c.suffix != "" && i > 0 {
+				continue // two-codebook goldens exist for clip0 only
+			}
+			got, err := npy.ReadFile(filepath.Join(out, r["codes_filepath"].(string)))
+			require.NoError(t, err)
+			want, err := npy.ReadFile(codecGolden + clip + "_codes" + c.suffix + ".npy")
+			require.NoError(t, err)
+			assert.Equal(t, want.Shape(), got.Shape(), clip)
+			assert.Equal(t, want.Data(), got.Data(), clip)
+		}
+		code, _, stderr = capture(t, args...)
+		require.Equal(t, 0, code, stderr)
+		assert.Contains(t, stderr, `"skipped":3`)
+		code, stdout, _ := capture(t, append(args, "--verify")...)
+		require.Equal(t, 0, code)
+		assert.Contains(t, stdout, `"ok": 3`)
+	}
+	code, _, stderr := capture(t, "batch", "align", "--codec", codecDir, "--manifest", manifest, "--out", filepath.Join(dir, "x"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "--codec goes with batch tokenize")
 }

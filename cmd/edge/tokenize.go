@@ -16,6 +16,7 @@ import (
 	"github.com/edgespeech/edge/runtime/audio"
 	"github.com/edgespeech/edge/runtime/npy"
 	"github.com/edgespeech/edge/runtime/onnx"
+	"github.com/spf13/pflag"
 )
 
 const (
@@ -64,29 +65,18 @@ func runTokenize(ctx context.Context, args []string) error {
 	if *format != "npy" && *format != "jsonl" && *format != "safetensors" {
 		return fmt.Errorf("unknown --format %q (want npy, jsonl or safetensors): %w", *format, errUsage)
 	}
-	if *bandwidth != 0 && *stages != 0 {
-		return fmt.Errorf("give --bandwidth or --codebooks, not both: %w", errUsage)
-	}
 	names, err := outputNames(fs.Args())
 	if err != nil {
 		return err
 	}
-	c, done, err := openCodec(fs)
+	c, done, err := openCodec(fs, dir)
 	if err != nil {
 		return err
 	}
 	defer done()
-	q := c.NumStages()
-	switch {
-	case *bandwidth != 0:
-		if q, err = c.StagesForBandwidth(*bandwidth); err != nil {
-			return err
-		}
-	case *stages != 0:
-		if *stages < 1 || *stages > c.NumStages() {
-			return fmt.Errorf("--codebooks %d, want 1..%d (the codec has %d): %w", *stages, c.NumStages(), c.NumStages(), errUsage)
-		}
-		q = *stages
+	q, err := codecStages(c, *bandwidth, *stages)
+	if err != nil {
+		return err
 	}
 	var lines *bufio.Writer
 	if *format == "jsonl" {
@@ -164,7 +154,7 @@ func runDetokenize(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, done, err := openCodec(fs)
+	c, done, err := openCodec(fs, dir)
 	if err != nil {
 		return err
 	}
@@ -222,16 +212,27 @@ func readCodes(path, name string) ([]int, []int32, error) {
 	return nil, nil, fmt.Errorf("%s is %v, want int32 or int64 codes", path, t.DType())
 }
 
-type flagGetter interface {
-	GetString(string) (string, error)
-	GetInt(string) (int, error)
-	GetBool(string) (bool, error)
+// codecStages is the number of codebooks --bandwidth or --codebooks
+// picks (all of c's when both are 0).
+func codecStages(c *codec.Codec, bandwidth float64, stages int) (int, error) {
+	switch {
+	case bandwidth != 0 && stages != 0:
+		return 0, fmt.Errorf("give --bandwidth or --codebooks, not both: %w", errUsage)
+	case bandwidth != 0:
+		return c.StagesForBandwidth(bandwidth)
+	case stages != 0:
+		if stages < 1 || stages > c.NumStages() {
+			return 0, fmt.Errorf("--codebooks %d, want 1..%d (the codec has %d): %w", stages, c.NumStages(), c.NumStages(), errUsage)
+		}
+		return stages, nil
+	}
+	return c.NumStages(), nil
 }
 
-// openCodec opens the --codec directory with its quantizer on --backend
-// and its graphs on --execution-provider; done closes both.
-func openCodec(fs flagGetter) (*codec.Codec, func(), error) {
-	dir, _ := fs.GetString("codec")
+// openCodec opens codec directory dir with its quantizer on --backend
+// and its graphs on --execution-provider (in TF32 only when --cuda-tf32 is
+// given); done closes both.
+func openCodec(fs *pflag.FlagSet, dir string) (*codec.Codec, func(), error) {
 	lib, _ := fs.GetString("ort-lib")
 	threads, _ := fs.GetInt("threads")
 	name, _ := fs.GetString("backend")
@@ -242,6 +243,7 @@ func openCodec(fs flagGetter) (*codec.Codec, func(), error) {
 	provider, _ := fs.GetString("execution-provider")
 	ep, _ := fs.GetString("ort-cuda-ep")
 	tf32, _ := fs.GetBool("cuda-tf32")
+	tf32 = tf32 && fs.Changed("cuda-tf32")
 	if provider != onnx.ProviderCPU && provider != onnx.ProviderCUDA {
 		_ = be.Close()
 		return nil, nil, fmt.Errorf("--execution-provider %q is not %s or %s: %w", provider, onnx.ProviderCPU, onnx.ProviderCUDA, errUsage)
