@@ -261,3 +261,56 @@ func TestBatchedRun(t *testing.T) {
 	defer mu.Unlock()
 	assert.Greater(t, largest, 1, "no encoder run held more than one item's chunk")
 }
+
+// fakeCodec returns codes [stages, T] whose values say the clip's length
+// and the stage; a clip shorter than 100 samples fails.
+type fakeCodec struct{}
+
+func (fakeCodec) Encode(_ context.Context, pcm []float32, stages int) ([]int32, int, error) {
+	if len(pcm) < 100 {
+		return nil, 0, fmt.Errorf("audio has %d samples, want at least one frame", len(pcm))
+	}
+	T := len(pcm) / 100
+	codes := make([]int32, stages*T)
+	for i := range codes {
+		codes[i] = int32(i/T*1000 + T)
+	}
+	return codes, T, nil
+}
+func (fakeCodec) SampleRate() int { return 8000 }
+func (fakeCodec) Family() string  { return "fake" }
+
+// Codec tokens run without a recogniser: codes at the codec's rate, the
+// codec's model name in the records, per-item failures recorded, and a
+// codec outside tokenize refused.
+func TestRunCodec(t *testing.T) {
+	dir := t.TempDir()
+	manifest := synthManifest(t, dir, 6)
+	items, err := ReadManifest(manifest)
+	require.NoError(t, err)
+	items = append(items, Item{Key: "short", Line: 7, Audio: clip(t, "words_1"), Duration: 0.005})
+	cfg := Config{Mode: Tokenize, Out: filepath.Join(dir, "out"), Shard: Shard{0, 1}, Codec: fakeCodec{}, Codebooks: 3}
+	sum, err := Run(context.Background(), nil, items, cfg)
+	require.NoError(t, err)
+	assert.Equal(t, 6, sum.Done)
+	assert.Equal(t, 1, sum.Failed)
+	recs := readRecords(t, sum.Manifest)
+	require.Len(t, recs, 7)
+	for _, r := range recs[:6] {
+		codes, err := npy.ReadFile(filepath.Join(cfg.Out, r["codes_filepath"].(string)))
+		require.NoError(t, err)
+		T := int(r["duration"].(float64) * 8000 / 100)
+		assert.Equal(t, []int{3, T}, []int(codes.Shape()), r["id"])
+		assert.Equal(t, float64(3), r["num_codebooks"])
+	}
+	assert.Contains(t, recs[6]["error"], "want at least one frame")
+	rep, err := Verify(items, cfg, CodecModel("fake", 3))
+	require.NoError(t, err)
+	assert.Equal(t, 6, rep.OK)
+	assert.Empty(t, rep.Problems)
+
+	_, err = Run(context.Background(), nil, items, Config{Mode: Transcribe, Out: cfg.Out, Shard: Shard{0, 1}, Codec: fakeCodec{}, Codebooks: 3})
+	assert.ErrorContains(t, err, "a codec tokenises")
+	_, err = Run(context.Background(), nil, items, Config{Mode: Tokenize, Out: cfg.Out, Shard: Shard{0, 1}})
+	assert.ErrorContains(t, err, "no recogniser and no codec")
+}
