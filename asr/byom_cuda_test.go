@@ -10,9 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/edgespeech/edge/runtime/audio"
-	"github.com/edgespeech/edge/runtime/npy"
 )
 
 // byomCUDATolerance is the max |diff| allowed between the CUDA EP's
@@ -58,11 +55,8 @@ func testCUDAByom(t *testing.T, g byomGolden, dir string, tf32 bool) {
 	require.NoError(t, r.EncoderFallback())
 	fam := byomFamily[dir]
 	for clip, want := range g.Families[fam].Clips {
-		pcm, err := audio.Load(filepath.Join(byomData, "..", "default", "testdata", clip+".wav"), 16000)
-		require.NoError(t, err)
+		pcm, gold := byomClip(t, fam, clip)
 		lp, _, err := r.Emissions(context.Background(), pcm)
-		require.NoError(t, err)
-		gold, err := npy.ReadFile(filepath.Join(byomData, "golden", fam+"__"+clip+".npy"))
 		require.NoError(t, err)
 		d := maxAbsDiff(lp, gold.F32())
 		t.Logf("%s %s tf32=%v: max |cuda - framework| %.3g", dir, clip, tf32, d)

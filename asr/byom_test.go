@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgespeech/edge/runtime"
 	"github.com/edgespeech/edge/runtime/audio"
 	"github.com/edgespeech/edge/runtime/model"
 	"github.com/edgespeech/edge/runtime/npy"
@@ -60,6 +61,17 @@ var byomTolerance = map[string]float64{
 var byomFamily = map[string]string{"w2v": "w2v", "parakeet": "parakeet", "nemo": "nemo", "sherpa": "nemo",
 	"sherpa_int8": "sherpa_int8", "sherpa_fp16": "sherpa_fp16"}
 
+// byomClip reads golden clip's audio (16 kHz) and family fam's framework
+// log-probs of it ([T', V]).
+func byomClip(t *testing.T, fam, clip string) ([]float32, *runtime.Tensor) {
+	t.Helper()
+	pcm, err := audio.Load(filepath.Join(byomData, "..", "default", "testdata", clip+".wav"), 16000)
+	require.NoError(t, err)
+	gold, err := npy.ReadFile(filepath.Join(byomData, "golden", fam+"__"+clip+".npy"))
+	require.NoError(t, err)
+	return pcm, gold
+}
+
 func TestBringYourOwnModelParity(t *testing.T) {
 	g := loadByomGolden(t)
 	for _, dir := range []string{"w2v", "parakeet", "nemo", "sherpa", "sherpa_int8", "sherpa_fp16"} {
@@ -71,11 +83,8 @@ func TestBringYourOwnModelParity(t *testing.T) {
 			gf := g.Families[fam]
 			require.NotEmpty(t, gf.Clips, "golden family %s", fam)
 			for clip, want := range gf.Clips {
-				pcm, err := audio.Load(filepath.Join(byomData, "..", "default", "testdata", clip+".wav"), 16000)
-				require.NoError(t, err)
+				pcm, gold := byomClip(t, fam, clip)
 				lp, T, err := r.Emissions(context.Background(), pcm)
-				require.NoError(t, err)
-				gold, err := npy.ReadFile(filepath.Join(byomData, "golden", fam+"__"+clip+".npy"))
 				require.NoError(t, err)
 				V := r.Manifest().Vocab.Len()
 				require.Equal(t, []int{want.Frames, V}, []int(gold.Shape()), clip)

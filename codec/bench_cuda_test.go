@@ -29,6 +29,9 @@ import (
 // codebooks.npy (f32 [Q, K, D]).
 const EnvBenchModel = "EDGE_CODEC_BENCH_MODEL"
 
+// rate is the benchmark audio's sample rate (EnCodec 24 kHz).
+const rate = 24000
+
 // BenchmarkCUDATokenize times the whole tokenisation path on the GPU: a
 // batch of B clips of N samples already in device memory, the encoder on
 // ONNX Runtime's CUDA EP (the encoder op with bind=device: its input bound
@@ -54,7 +57,6 @@ func BenchmarkCUDATokenize(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	const rate = 24000
 	batch, seconds := envInt(b, "EDGE_CODEC_BENCH_B", 16), envInt(b, "EDGE_CODEC_BENCH_SECONDS", 10)
 	n := seconds * rate
 	books, err := npy.ReadFile(filepath.Join(dir, "codebooks.npy"))
@@ -102,7 +104,6 @@ func BenchmarkCUDATokenize(b *testing.B) {
 // benchTokenize runs BenchmarkCUDATokenize's sub-benchmarks for one
 // encoder configuration, named name.
 func benchTokenize(b *testing.B, be *cuda.Backend, params map[string]any, name string, in runtime.Tensors, books *runtime.Tensor, batch, seconds int) {
-	const rate = 24000
 	n := seconds * rate
 	enc, err := runtime.New("encoder", params, be)
 	if err != nil {

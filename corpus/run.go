@@ -88,8 +88,10 @@ type Config struct {
 	Format transcript.Format
 	// Emissions makes Tokenize write the log-probs too.
 	Emissions bool
-	// Codec makes Tokenize write codec codes of Codebooks stages (the
-	// recogniser is then unused and may be nil).
+	// Codec makes Tokenize write codec codes (i32 [Codebooks, T] .npy per
+	// item, at the codec's SampleRate) instead of CTC tokens; the
+	// recogniser is then unused and may be nil. Codebooks, at least 1, is
+	// the number of RVQ stages kept.
 	Codec     Codec
 	Codebooks int
 	// RetryFailed reprocesses items whose record is a failure; by default a

@@ -37,7 +37,7 @@ func runBatch(ctx context.Context, args []string) error {
 	fs.Bool("verify", false, "process nothing: report the shard's missing or corrupt outputs (JSON on stdout; exit 1 if any)")
 	fs.Bool("retry-failed", false, "reprocess items recorded as failed (default: keep their error records)")
 	fs.Bool("emissions", false, "tokenize: also write the log-probs [T', V] as .npy")
-	fs.String("codec", "", "tokenize: neural-codec codes [Q, T] (.npy) from this codec directory instead of CTC tokens (as edge tokenize; --backend and --execution-provider place its quantizer and graphs)")
+	fs.String("codec", "", "tokenize: neural-codec codes [Q, T] (.npy) from this codec directory instead of CTC tokens (as edge tokenize; --backend and --execution-provider place its quantizer and graphs, in fp32 unless --cuda-tf32 is given)")
 	fs.Float64("bandwidth", 0, "with --codec: target bandwidth in kbps, one of the codec's target_bandwidths")
 	fs.Int("codebooks", 0, "with --codec: number of codebooks to keep (0: all, or what --bandwidth gives)")
 	fs.String("progress", "auto", "auto (a bar on a terminal, else JSON lines), bar, json or none; on stderr")

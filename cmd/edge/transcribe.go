@@ -139,7 +139,7 @@ func openRecognizerOn(k *koanf.Koanf, backend runtime.Backend, tune ...func(*asr
 		Provider:       k.String("execution_provider"),
 		CUDAEP:         k.String("ort_cuda_ep"),
 		ConvAlgoSearch: k.String("cudnn_conv_algo_search"),
-		NoTF32:         k.Exists("cuda_tf32") && !k.Bool("cuda_tf32"),
+		NoTF32:         k.Exists("cuda_tf32") && !k.Bool("cuda_tf32"), // absent (a flag set without it): the EP's default
 		ORTProfile:     k.String("ort_profile"),
 		ConvNC1D:       k.Bool("cudnn_conv1d_nc1d"),
 		Fallback:       k.String("fallback"),

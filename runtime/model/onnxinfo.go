@@ -144,21 +144,11 @@ func parseONNX(m pb.Msg) (*ONNXInfo, error) {
 			g := f.Sub
 			graph = &g
 		case f.Num == 8 && f.Wire == pb.Bytes: // opset_import
-			var domain string
-			var version int64
-			sub := f.Sub.Fields()
-			var g pb.Field
-			for sub.Next(&g) {
-				if g.Num == 1 && g.Wire == pb.Bytes {
-					domain, _ = g.Sub.String(maxNameBytes)
-				} else if g.Num == 2 && g.Wire == pb.Varint {
-					version = int64(g.Value)
-				}
-			}
-			if err := sub.Err(); err != nil {
+			domain, version, err := opsetImport(f.Sub)
+			if err != nil {
 				return nil, err
 			}
-			if domain == "" || domain == "ai.onnx" {
+			if defaultDomain(domain) {
 				info.Opset = version
 			}
 		case f.Num == 14 && f.Wire == pb.Bytes: // metadata_props
@@ -182,6 +172,41 @@ func parseONNX(m pb.Msg) (*ONNXInfo, error) {
 		return nil, err
 	}
 	return info, nil
+}
+
+// opsetImport reads an OperatorSetIdProto: domain (1) and version (2).
+func opsetImport(m pb.Msg) (domain string, version int64, err error) {
+	it := m.Fields()
+	var f pb.Field
+	for it.Next(&f) {
+		if f.Num == 1 && f.Wire == pb.Bytes {
+			domain, _ = f.Sub.String(maxNameBytes)
+		} else if f.Num == 2 && f.Wire == pb.Varint {
+			version = int64(f.Value)
+		}
+	}
+	return domain, version, it.Err()
+}
+
+// defaultOpset is ModelProto m's opset of the default domain (0 when it
+// imports none), read from its top-level fields only.
+func defaultOpset(m pb.Msg) (int64, error) {
+	var opset int64
+	it := m.Fields()
+	var f pb.Field
+	for it.Next(&f) {
+		if f.Num != 8 || f.Wire != pb.Bytes {
+			continue
+		}
+		domain, version, err := opsetImport(f.Sub)
+		if err != nil {
+			return 0, err
+		}
+		if defaultDomain(domain) {
+			opset = version
+		}
+	}
+	return opset, it.Err()
 }
 
 func stringPair(m pb.Msg) (k, v string, err error) {

@@ -48,21 +48,27 @@ const maxConstInts = 64
 // the node and why. n is the number of
 // Slice nodes replaced; a model without any gives (nil, 0, nil).
 //
-// The whole file is read into memory. A session created from the result
+// A model with Slices is read into memory whole (one without is only
+// scanned, seeking over its weights). A session created from the result
 // must disable ONNX Runtime's GatherToSliceFusion and, for a model with
 // external data, look for it in path's directory.
 func SlicesAsGathers(path string) (model []byte, n int, err error) {
+	found, err := SliceNodes(path) // seeks: a model without Slices is not read whole
+	if err != nil || len(found) == 0 {
+		return nil, 0, err
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, 0, err
 	}
-	model, n, err = slicesAsGathers(data)
+	model, n, err = rewriteSlices(data, found)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
 	return model, n, nil
 }
 
+// slicesAsGathers is SlicesAsGathers on a model held in memory.
 func slicesAsGathers(data []byte) ([]byte, int, error) {
 	found, err := sliceNodes(pb.FromBytes(data))
 	if err != nil {
@@ -71,12 +77,17 @@ func slicesAsGathers(data []byte) ([]byte, int, error) {
 	if len(found) == 0 {
 		return nil, 0, nil
 	}
-	info, err := parseONNX(pb.FromBytes(data))
+	return rewriteSlices(data, found)
+}
+
+// rewriteSlices rewrites model data, whose Slice nodes sliceNodes found.
+func rewriteSlices(data []byte, found []string) ([]byte, int, error) {
+	opset, err := defaultOpset(pb.FromBytes(data))
 	if err != nil {
 		return nil, 0, fmt.Errorf("not a readable ONNX model: %w", err)
 	}
-	if info.Opset < minSliceRewriteOpset {
-		return nil, 0, fmt.Errorf("%w node(s) %s: opset %d is older than %d", ErrSliceRewrite, strings.Join(found, ", "), info.Opset, minSliceRewriteOpset)
+	if opset < minSliceRewriteOpset {
+		return nil, 0, fmt.Errorf("%w node(s) %s: opset %d is older than %d", ErrSliceRewrite, strings.Join(found, ", "), opset, minSliceRewriteOpset)
 	}
 	out := make([]byte, 0, len(data)+4096)
 	n := 0
@@ -204,7 +215,7 @@ func newGraphEdit(g pb.Msg) (*graphEdit, error) {
 			for _, o := range n.outputs {
 				e.used[o] = true
 			}
-			if n.op == "Constant" && len(n.outputs) == 1 && (n.domain == "" || n.domain == "ai.onnx") {
+			if n.op == "Constant" && len(n.outputs) == 1 && defaultDomain(n.domain) {
 				if v, ok := constantNodeInts(n); ok {
 					e.consts[n.outputs[0]] = v
 				}

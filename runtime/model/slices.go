@@ -141,5 +141,8 @@ func readNode(m pb.Msg) (nodeProto, error) {
 
 // isSlice says whether n is the ONNX Slice operator (default domain).
 func (n *nodeProto) isSlice() bool {
-	return n.op == "Slice" && (n.domain == "" || n.domain == "ai.onnx")
+	return n.op == "Slice" && defaultDomain(n.domain)
 }
+
+// defaultDomain says whether an operator or opset domain is ONNX's own.
+func defaultDomain(d string) bool { return d == "" || d == "ai.onnx" }
